@@ -1,0 +1,240 @@
+"""Who may do what on a memory (UHP Memories §3), decided from the tree and its grants alone.
+
+Pure: no I/O, no clock. The gateway hands in a `TreeView` (its in-memory tree) and the caller's
+principals (`member:ID` plus one `group:GID` per group); every function here answers from those.
+
+The rule, in one sentence: a principal's effective privileges on a memory are the union of the grants
+to any of its principals on that memory and on each ancestor, walking up until (and including) the
+first restricted node, whose ancestors' grants do not reach it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+PRIVILEGES: tuple[str, ...] = ("read", "write", "create", "delete")
+NOTHING: frozenset[str] = frozenset()
+PRINCIPAL_KINDS = ("member", "group")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Privileges given to one principal on one memory; `implicit` marks the creator's grant."""
+
+    id: str
+    memory_id: str
+    principal: str
+    privileges: frozenset[str]
+    implicit: bool = False
+
+
+class TreeView(Protocol):
+    """The read side of the tree that access decisions need."""
+
+    def exists(self, memory_id: str) -> bool: ...
+
+    def parent_of(self, memory_id: str) -> str | None: ...
+
+    def children_of(self, memory_id: str) -> Sequence[str]: ...
+
+    def is_restricted(self, memory_id: str) -> bool: ...
+
+    def grants_on(self, memory_id: str) -> Sequence[Grant]: ...
+
+    def grants_to(self, principal: str) -> Sequence[Grant]: ...
+
+
+def principal_error(principal: str) -> str | None:
+    """Why a grant's principal string is refused, or None when it is acceptable.
+
+    `member:ID` and `group:ID` are the chapter's kinds that hold grants; a server's own kinds are
+    `x.`-prefixed. `provider` writes records but holds no grants, so it is refused like any other.
+    """
+    kind, sep, ident = principal.partition(":")
+    if not sep or not ident or not kind:
+        return "a principal is written <kind>:<id>"
+    if kind in PRINCIPAL_KINDS or (kind.startswith("x.") and len(kind) > 2):
+        return None
+    return f"principal kind {kind!r} cannot hold grants; use member, group or an x.-prefixed kind"
+
+
+# --------------------------------------------------------------------------- the hot path
+
+
+def effective(tree: TreeView, principals: frozenset[str], memory_id: str) -> frozenset[str]:
+    """The caller's effective privileges on one memory (empty when it may not see it)."""
+    held: set[str] = set()
+    node: str | None = memory_id
+    while node is not None:
+        for grant in tree.grants_on(node):
+            if grant.principal in principals:
+                held |= grant.privileges
+        if tree.is_restricted(node):
+            break
+        node = tree.parent_of(node)
+    return frozenset(held)
+
+
+def can(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: str) -> bool:
+    return privilege in effective(tree, principals, memory_id)
+
+
+# --------------------------------------------------------------------------- explained decisions
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One grant that adds to the caller's privileges, and the node it sits on."""
+
+    grant: Grant
+
+    def describe(self) -> str:
+        origin = "creator's implicit grant" if self.grant.implicit else f"grant {self.grant.id}"
+        privs = ",".join(p for p in PRIVILEGES if p in self.grant.privileges)
+        return f"{origin} to {self.grant.principal} on {self.grant.memory_id} gives {privs}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Effective privileges with their derivation: which grants count and where inheritance stops."""
+
+    memory_id: str
+    privileges: frozenset[str]
+    contributions: tuple[Contribution, ...]
+    cutoff_at: str | None
+    path: tuple[str, ...]
+
+    def allows(self, privilege: str) -> bool:
+        return privilege in self.privileges
+
+    def reason(self, privilege: str) -> str:
+        """One line that says why `privilege` is allowed or refused here."""
+        if privilege in self.privileges:
+            givers = [c for c in self.contributions if privilege in c.grant.privileges]
+            return "allowed by " + "; ".join(c.describe() for c in givers)
+        cut = f"; inheritance cut off at restricted memory {self.cutoff_at}" if self.cutoff_at else ""
+        if not self.contributions:
+            return f"refused: no grant on {self.memory_id} or the ancestors that reach it{cut}"
+        return f"refused: the grants that reach {self.memory_id} do not give {privilege}{cut}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "memory_id": self.memory_id,
+            "privileges": [p for p in PRIVILEGES if p in self.privileges],
+            "cutoff_at": self.cutoff_at,
+            "path": list(self.path),
+            "grants": [
+                {
+                    "grant_id": c.grant.id,
+                    "memory_id": c.grant.memory_id,
+                    "principal": c.grant.principal,
+                    "privileges": [p for p in PRIVILEGES if p in c.grant.privileges],
+                    "implicit": c.grant.implicit,
+                    "via_group": c.grant.principal.startswith("group:"),
+                }
+                for c in self.contributions
+            ],
+        }
+
+
+def explain(tree: TreeView, principals: frozenset[str], memory_id: str) -> Decision:
+    """The same walk as `effective`, keeping every contributing grant and the cutoff node."""
+    held: set[str] = set()
+    contributions: list[Contribution] = []
+    path: list[str] = []
+    cutoff_at: str | None = None
+    node: str | None = memory_id
+    while node is not None:
+        path.append(node)
+        for grant in tree.grants_on(node):
+            if grant.principal in principals:
+                held |= grant.privileges
+                contributions.append(Contribution(grant))
+        if tree.is_restricted(node):
+            if tree.parent_of(node) is not None:
+                cutoff_at = node
+            break
+        node = tree.parent_of(node)
+    return Decision(memory_id, frozenset(held), tuple(contributions), cutoff_at, tuple(path))
+
+
+# --------------------------------------------------------------------------- many memories at once
+
+
+def walk_down(
+    tree: TreeView,
+    principals: frozenset[str],
+    root_id: str,
+    depth: int | None = None,
+) -> Iterator[tuple[str, int, frozenset[str]]]:
+    """Every memory of the subtree, breadth first, with its distance from root and its privileges.
+
+    Each child's privileges are derived from its parent's in one step (parent's ∪ its own grants, or
+    only its own behind a cutoff), so a subtree of n memories costs O(n), not O(n · depth).
+    """
+    start = effective(tree, principals, root_id)
+    frontier: list[tuple[str, frozenset[str]]] = [(root_id, start)]
+    level = 0
+    while frontier:
+        next_frontier: list[tuple[str, frozenset[str]]] = []
+        for memory_id, privileges in frontier:
+            yield memory_id, level, privileges
+            if depth is not None and level >= depth:
+                continue
+            for child in tree.children_of(memory_id):
+                own = _own(tree, principals, child)
+                inherited = NOTHING if tree.is_restricted(child) else privileges
+                next_frontier.append((child, inherited | own if own else inherited))
+        frontier = next_frontier
+        level += 1
+
+
+def _own(tree: TreeView, principals: frozenset[str], memory_id: str) -> frozenset[str]:
+    held: frozenset[str] = NOTHING
+    for grant in tree.grants_on(memory_id):
+        if grant.principal in principals:
+            held = held | grant.privileges
+    return held
+
+
+def visible_ancestors(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[str]:
+    """`ancestors` as a caller may see them: root-most first, stopping below the first hidden one."""
+    seen: list[str] = []
+    node = tree.parent_of(memory_id)
+    while node is not None and effective(tree, principals, node):
+        seen.append(node)
+        node = tree.parent_of(node)
+    seen.reverse()
+    return seen
+
+
+def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
+    """Where the caller enters the tree: every memory it holds a privilege on whose parent it cannot see.
+
+    Only a node holding a grant of the caller's own can be one: a privilege inherited from above
+    would make the parent visible too (a cutoff in between would have stopped that grant).
+    """
+    candidates: dict[str, None] = {}
+    for principal in sorted(principals):
+        for grant in tree.grants_to(principal):
+            if tree.exists(grant.memory_id):
+                candidates.setdefault(grant.memory_id)
+    entries = []
+    for memory_id in candidates:
+        parent = tree.parent_of(memory_id)
+        if parent is None or not effective(tree, principals, parent):
+            entries.append(memory_id)
+    return entries
+
+
+def readable_children(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[str]:
+    """Direct children the caller holds any privilege on (a listing never shows the others)."""
+    parent_privileges = effective(tree, principals, memory_id)
+    visible = []
+    for child in tree.children_of(memory_id):
+        own = _own(tree, principals, child)
+        if own or (parent_privileges and not tree.is_restricted(child)):
+            visible.append(child)
+    return visible
