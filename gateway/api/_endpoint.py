@@ -1,0 +1,147 @@
+"""One declaration per route: path, models, auth. The same models validate requests and build OpenAPI.
+
+A handler receives a `Call` whose `body` and `query` are already validated pydantic models, and
+returns a dict (sent as JSON) or a Response. Everything that goes wrong before or inside it becomes
+the error envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway.auth import Principal, authenticate
+from gateway.errors import ApiError
+from gateway.ids import new_id
+
+log = logging.getLogger("memfed.api")
+
+MAX_JSON_BYTES = 2 * 1024 * 1024
+
+
+@dataclass
+class Call:
+    request: Request
+    services: Any
+    principal: Principal
+    body: Any
+    query: Any
+    path: dict[str, str]
+    request_id: str
+
+    def audit(self, operation: str, memory_id: str | None, privilege: str | None, allowed: bool,
+              reason: str) -> None:
+        self.services.decide(self, operation, memory_id, privilege, allowed, reason)
+
+
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    operation: str
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    status: int = 200
+    public: bool = False
+    write: bool = False
+    invalid_code: str = "memory_invalid"
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def route(endpoint: Endpoint, services: Any) -> Route:
+    async def run(request: Request) -> Response:
+        request_id = _request_id(request)
+        try:
+            principal = await authenticate(request, services) if not endpoint.public else None
+            query = _parse_query(endpoint, request)
+            body = await _parse_body(endpoint, request)
+            call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
+                        request_id)
+            if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
+                response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
+            else:
+                response = await _invoke(endpoint, call)
+        except ApiError as error:
+            response = error.response()
+        response.headers["x-request-id"] = request_id
+        return response
+
+    run.__name__ = endpoint.operation
+    return Route(endpoint.path, run, methods=[endpoint.method])
+
+
+async def _invoke(endpoint: Endpoint, call: Call) -> Response:
+    result = await endpoint.handler(call)
+    if isinstance(result, Response):
+        return result
+    return JSONResponse(result, status_code=endpoint.status)
+
+
+def _request_id(request: Request) -> str:
+    given = request.headers.get("x-request-id", "")
+    if 0 < len(given) <= 100 and given.replace("-", "").replace("_", "").isalnum():
+        return given
+    return new_id("request")
+
+
+def _parse_query(endpoint: Endpoint, request: Request) -> Any:
+    if endpoint.query is None:
+        if request.query_params:
+            name = next(iter(request.query_params))
+            raise ApiError(422, endpoint.invalid_code, f"Unknown query parameter {name!r}.", param=name)
+        return None
+    raw: dict[str, Any] = {}
+    for name, value in request.query_params.multi_items():
+        if name in raw:
+            raise ApiError(422, endpoint.invalid_code, f"Query parameter {name!r} given twice.", param=name)
+        raw[name] = value
+    try:
+        return endpoint.query.model_validate(raw)
+    except ValidationError as exc:
+        raise _validation_error(exc, endpoint.invalid_code) from None
+
+
+async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
+    if endpoint.body is None:
+        return None
+    raw = await request.body()
+    if len(raw) > MAX_JSON_BYTES:
+        raise ApiError(413, "memfed_body_too_large", "The request body is too large.",
+                       detail={"max_bytes": MAX_JSON_BYTES})
+    try:
+        data = json.loads(raw) if raw.strip() else None
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
+    if data is None:
+        data = {}
+    try:
+        return endpoint.body.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc, endpoint.invalid_code) from None
+
+
+def _validation_error(exc: ValidationError, code: str, status: int = 422) -> ApiError:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    param = ".".join(str(p) for p in first["loc"]) or None
+    message = first["msg"]
+    if param:
+        message = f"{param}: {message}"
+    detail = [
+        {"param": ".".join(str(p) for p in e["loc"]), "message": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False, include_input=False)
+    ]
+    return ApiError(status, code, message, param=param, detail={"errors": detail})

@@ -1,0 +1,166 @@
+"""The tree (§2): create, read, list, change and delete memories."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from adapters.base import Provider
+from gateway.api._calls import handle_for, on_provider, record_counts
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
+from gateway.api.render import memory_json, page_json
+from gateway.errors import ApiError, invalid, memory_not_found, unsupported
+from gateway.guard import require, require_admin, require_visible
+from gateway.state.tree import MemoryNode
+from policies import access
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        offset = int(value)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(422, "memory_invalid", "The cursor is not one this server gave.", param="cursor") from None
+    if kind != "o" or offset < 0:
+        raise ApiError(422, "memory_invalid", "The cursor is not one this server gave.", param="cursor")
+    return offset
+
+
+async def render_memories(call: Call, nodes: Sequence[MemoryNode]) -> list[dict[str, Any]]:
+    tree = call.services.store.tree
+    principals = call.principal.principals
+    counts = await record_counts(call.services, nodes)
+    return [memory_json(tree, principals, n, access.effective(tree, principals, n.id), counts.get(n.id))
+            for n in nodes]
+
+
+async def create_memory(call: Call) -> dict[str, Any]:
+    body: CreateMemory = call.body
+    services = call.services
+    tree = services.store.tree
+    provider = body.provider
+    if body.parent_id is None:
+        require_admin(call, "memories.create_root")
+    else:
+        parent = require(call, body.parent_id, "create", "memories.create")
+        provider = provider or parent.provider
+    provider = provider or services.providers.default
+    if services.providers.get(provider) is None:
+        raise invalid(f"No provider named {provider!r} is configured.", param="provider")
+    node = await services.store.create_memory(
+        name=body.name, description=body.description, parent_id=body.parent_id, restricted=body.restricted,
+        provider=provider, created_by=call.principal.member_id,
+    )
+    return memory_json(tree, call.principal.principals, node,
+                       access.effective(tree, call.principal.principals, node.id), 0)
+
+
+async def get_memory(call: Call) -> dict[str, Any]:
+    node, _ = require_visible(call, call.path["memory_id"], "memories.get")
+    return (await render_memories(call, [node]))[0]
+
+
+async def list_memories(call: Call) -> dict[str, Any]:
+    query: ListMemories = call.query
+    tree = call.services.store.tree
+    principals = call.principal.principals
+    if query.parent:
+        require_visible(call, query.parent, "memories.list")
+        ids = access.readable_children(tree, principals, query.parent)
+    elif query.ancestor:
+        require_visible(call, query.ancestor, "memories.list")
+        ids = [m for m, level, privs in access.walk_down(tree, principals, query.ancestor) if level and privs]
+    else:
+        ids = access.entry_points(tree, principals)
+        ids.sort(key=lambda m: (tree.depth_of(m), tree.get(m).created_at, m))
+    offset = decode_cursor(query.cursor)
+    window = ids[offset : offset + query.limit]
+    nodes = [tree.get(m) for m in window]
+    data = await render_memories(call, [n for n in nodes if n is not None])
+    more = offset + query.limit < len(ids)
+    return page_json(data, encode_cursor(offset + query.limit) if more else None)
+
+
+async def update_memory(call: Call) -> dict[str, Any]:
+    body: UpdateMemory = call.body
+    memory_id = call.path["memory_id"]
+    services = call.services
+    tree = services.store.tree
+    given = body.model_fields_set
+    node, _ = require_visible(call, memory_id, "memories.update")
+    if "provider" in given and body.provider != node.provider:
+        raise unsupported("A memory's provider is changed by migrating it (memfed migrate), which keeps "
+                          "every record and id.", param="provider")
+    changes: dict[str, Any] = {}
+    if given & {"name", "description"}:
+        require(call, memory_id, "write", "memories.update")
+        if "name" in given:
+            changes["name"] = body.name
+        if "description" in given:
+            changes["description"] = body.description or ""
+    if "restricted" in given and body.restricted != node.restricted:
+        # Restricting changes who may reach the branch, like a change of grants.
+        require(call, memory_id, "delete", "memories.restrict")
+        changes["restricted"] = body.restricted
+    if "parent_id" in given and body.parent_id != node.parent_id:
+        require(call, memory_id, "delete", "memories.move")
+        if body.parent_id is None:
+            require_admin(call, "memories.move_to_root")
+        else:
+            if not tree.exists(body.parent_id):
+                raise memory_not_found()
+            require(call, body.parent_id, "create", "memories.move")
+            if tree.is_descendant(body.parent_id, memory_id):
+                raise invalid("The new parent is this memory or one below it: that would make a cycle.",
+                              param="parent_id")
+        services.guard_not_busy(memory_id)
+        changes["parent_id"] = body.parent_id
+    if changes:
+        node = await services.store.update_memory(memory_id, **changes)
+    return (await render_memories(call, [node]))[0]
+
+
+def _dropper(memory_id: str) -> Callable[[Provider], Awaitable[None]]:
+    def drop(provider: Provider) -> Awaitable[None]:
+        return provider.drop_memory(memory_id)
+
+    return drop
+
+
+async def delete_memory(call: Call) -> dict[str, Any]:
+    memory_id = call.path["memory_id"]
+    require(call, memory_id, "delete", "memories.delete")
+    services = call.services
+    tree = services.store.tree
+    services.guard_not_busy(memory_id)
+    # Records first: if a provider fails, the tree still shows every memory whose records remain.
+    for node_id in reversed(tree.subtree(memory_id)):
+        node = tree.get(node_id)
+        if node is not None:
+            handle_for(services, node)
+            await on_provider(services, node, _dropper(node_id), read=False)
+    removed = await services.store.delete_subtree(memory_id)
+    return {"id": memory_id, "object": "memory", "deleted": True, "memories_deleted": len(removed)}
+
+
+ENDPOINTS = [
+    Endpoint("POST", "/v1/memories", create_memory, "Create a memory (a root needs an admin).",
+             "memories.create", body=CreateMemory, status=201, write=True, tags=("memories",)),
+    Endpoint("GET", "/v1/memories", list_memories,
+             "One level of the tree (?parent=), every readable descendant (?ancestor=), or entry points.",
+             "memories.list", query=ListMemories, tags=("memories",)),
+    Endpoint("GET", "/v1/memories/{memory_id}", get_memory, "One memory.", "memories.get", tags=("memories",)),
+    Endpoint("PUT", "/v1/memories/{memory_id}", update_memory, "Rename, describe, restrict or move a memory.",
+             "memories.update", body=UpdateMemory, write=True, tags=("memories",)),
+    Endpoint("DELETE", "/v1/memories/{memory_id}", delete_memory,
+             "Delete a memory, its records and its descendants.", "memories.delete", write=True,
+             tags=("memories",)),
+]

@@ -1,0 +1,85 @@
+"""recall (§6): search a memory and every readable memory below it, across providers, as one ranking."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.base import Condition, RecallQuery
+from gateway import federation
+from gateway.api._calls import record_counts
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.models import Recall
+from gateway.api.render import place_json, record_json
+from gateway.guard import require
+from policies import access
+from policies.recall import plan
+
+
+def recall_query(call: Call, body: Recall) -> RecallQuery:
+    config = call.services.config
+    return RecallQuery(
+        query=body.query, text=body.text,
+        filters=tuple(Condition(c.field, c.op, c.value) for c in body.conditions()),
+        types=tuple(body.types or ()), as_of=body.as_of, include=body.include,
+        limit=min(body.limit or config.recall_default_limit, config.recall_max_limit),
+    )
+
+
+def audit_plan(call: Call, covered: tuple[str, ...], skipped: tuple[str, ...], capped: tuple[str, ...]) -> None:
+    tree = call.services.store.tree
+    principals = call.principal.principals
+    for memory_id in covered:
+        call.audit("recall.cover", memory_id, "read", True,
+                   access.explain(tree, principals, memory_id).reason("read"))
+    for memory_id in skipped:
+        call.audit("recall.skip", memory_id, "read", False,
+                   access.explain(tree, principals, memory_id).reason("read"))
+    for memory_id in capped:
+        call.audit("recall.skip", memory_id, "read", True, "readable, but beyond the recall cap")
+
+
+async def recall(call: Call) -> dict[str, Any]:
+    body: Recall = call.body
+    services = call.services
+    tree = services.store.tree
+    principals = call.principal.principals
+    node = require(call, call.path["memory_id"], "read", "recall")
+    covered = plan(tree, principals, node.id, depth=body.depth, cap=services.config.recall_cap)
+    audit_plan(call, covered.memory_ids, covered.skipped, covered.capped)
+    by_provider: dict[str, list[str]] = {}
+    for memory_id in covered.memory_ids:
+        by_provider.setdefault(tree.get(memory_id).provider, []).append(memory_id)
+    answer = await federation.recall(services.providers, by_provider, recall_query(call, body))
+    results = []
+    for fed in answer.hits:
+        record = fed.hit.record
+        place = tree.get(record.memory_id)
+        results.append({
+            "record": record_json(record, tree, principals),
+            "memory": {"id": record.memory_id, "name": place.name if place else None},
+            "score": fed.score,
+            "why": list(fed.hit.why),
+        })
+    parent_node = tree.get(node.parent_id) if node.parent_id else None
+    if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
+        parent_node = None
+    child_nodes = [tree.get(c) for c in access.readable_children(tree, principals, node.id)]
+    child_nodes = [c for c in child_nodes if c is not None and "read" in access.effective(tree, principals, c.id)]
+    counts = await record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None])
+    out: dict[str, Any] = {
+        "object": "memory.recall",
+        "results": results,
+        "children": [place_json(c, counts.get(c.id)) for c in child_nodes],
+        "degraded": list(covered.degraded) + list(answer.degraded),
+        "abstain": answer.abstain,
+    }
+    if parent_node is not None:
+        out["parent"] = place_json(parent_node, counts.get(parent_node.id))
+    return out
+
+
+ENDPOINTS = [
+    Endpoint("POST", "/v1/memories/{memory_id}/recall", recall,
+             "recall: search this memory and every readable memory below it.", "recall", body=Recall,
+             tags=("recall",)),
+]

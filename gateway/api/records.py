@@ -1,0 +1,213 @@
+"""Records (§4, §5): remember, get, list, revise, forget, history, erase, file parts' bytes.
+
+The gateway stamps `written_by` and `written_at` from the authenticated caller and its own clock; a
+client's values for them are never read. References are resolved for each reader when read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.responses import Response
+
+from adapters.base import FileRef, NewRecord, Part, Provider, Record, Reference, Revision, Writer
+from gateway.api._calls import handle_for, on_provider, with_alias
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
+from gateway.api.render import page_json, record_json, unavailable_references
+from gateway.errors import ApiError, invalid, unsupported
+from gateway.guard import require
+from gateway.state.tree import MemoryNode
+
+
+def writer_for(call: Call) -> Writer:
+    return Writer("member", call.principal.member_id, call.principal.type)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] | None) -> tuple[Part, ...]:
+    """Request parts -> contract parts; file parts are completed from the file store and checked
+    against the media types the memory's provider keeps (never stored without the file)."""
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (Part("text", text=content),)
+    media = handle_for(call.services, node).capabilities().media
+    parts = []
+    for index, part in enumerate(content):
+        extra = {k: v for k, v in (part.model_extra or {}).items()}
+        file_ref = None
+        if part.type == "file" and part.file is not None:
+            stored = await call.services.files.get(part.file.id)
+            if stored is None or stored.owner != call.principal.principal:
+                raise ApiError(404, "memfed_file_not_found", "No such file.", param=f"content.{index}.file.id")
+            if not any(fnmatch.fnmatch(stored.media_type, pattern) for pattern in media):
+                raise unsupported(f"The memory's provider does not keep {stored.media_type} files.",
+                                  param=f"content.{index}.file")
+            file_ref = FileRef(stored.id, stored.filename, stored.media_type, stored.bytes)
+        parts.append(Part(part.type, text=part.text, file=file_ref, role=part.role,
+                          text_source=part.text_source if part.type == "file" else None, extra=extra))
+    return tuple(parts)
+
+
+def check_references(references: list[Reference]) -> None:
+    for rel in ("subject", "object"):
+        if sum(1 for r in references if r.rel == rel) > 1:
+            raise invalid(f"A record names at most one {rel}; a statement about two is two records.",
+                          param="references")
+
+
+async def remember(call: Call) -> dict[str, Any]:
+    body: Remember = call.body
+    node = require(call, call.path["memory_id"], "write", "records.remember")
+    references = [Reference(r.memory_id, r.record_id, r.rel) for r in body.references or []]
+    check_references(references)
+    new = NewRecord(
+        type=body.type, content=await parts_from(call, node, body.content), written_by=writer_for(call),
+        written_at=now(), title=body.title, attributes=body.attributes or {}, references=tuple(references),
+        valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
+    )
+    record = await on_provider(call.services, node, lambda p: p.remember(node.id, new), read=False)
+    return render(call, record, node)
+
+
+def render(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
+    return record_json(record, call.services.store.tree, call.principal.principals, node.id)
+
+
+async def get_record(call: Call) -> dict[str, Any]:
+    query: GetRecord = call.query
+    node = require(call, call.path["memory_id"], "read", "records.get")
+    record = await with_alias(call.services, node, call.path["record_id"],
+                              lambda rid: lambda p: p.get(node.id, rid, query.as_of), read=True)
+    return render(call, record, node)
+
+
+async def list_records(call: Call) -> dict[str, Any]:
+    query: ListRecords = call.query
+    node = require(call, call.path["memory_id"], "read", "records.list")
+    page = await on_provider(
+        call.services, node,
+        lambda p: p.list(node.id, types=(query.type,) if query.type else (), include=query.include,
+                         as_of=query.as_of, cursor=query.cursor, limit=query.limit),
+        read=True,
+    )
+    return page_json((render(call, r, node) for r in page.items), page.next)
+
+
+async def revise(call: Call) -> dict[str, Any]:
+    body: Revise = call.body
+    given = body.model_fields_set - {"written_by"}
+    if not given:
+        raise invalid("A revision changes at least one of type, title, content, attributes, references, time.")
+    node = require(call, call.path["memory_id"], "write", "records.revise")
+    current = await with_alias(call.services, node, call.path["record_id"],
+                               lambda rid: lambda p: p.get(node.id, rid), read=True)
+    if current.follows is not None:
+        raise unsupported(f"This record follows {current.follows.kind} {current.follows.name!r}; change it "
+                          "there, not through the memory.")
+    references = None
+    if "references" in given:
+        stated = [Reference(r.memory_id, r.record_id, r.rel) for r in body.references or []]
+        kept = unavailable_references(current, call.services.store.tree, call.principal.principals)
+        references = tuple(stated + [r for r in kept if r not in stated])
+        check_references(list(references))
+    revision = Revision(
+        written_by=writer_for(call), written_at=now(), type=body.type,
+        title=body.title if "title" in given else None,
+        content=await parts_from(call, node, body.content) if "content" in given else None,
+        attributes=body.attributes if "attributes" in given else None, references=references,
+        valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
+    )
+    record = await on_provider(call.services, node, lambda p: p.revise(node.id, current.id, revision), read=False)
+    return render(call, record, node)
+
+
+async def forget(call: Call) -> dict[str, Any]:
+    node = require(call, call.path["memory_id"], "write", "records.forget")
+    current = await with_alias(call.services, node, call.path["record_id"],
+                               lambda rid: lambda p: p.get(node.id, rid), read=True)
+    if current.follows is not None:
+        raise unsupported(f"This record follows {current.follows.kind} {current.follows.name!r}; it leaves "
+                          "the memory when it leaves its source.")
+    record = await on_provider(call.services, node,
+                               lambda p: p.forget(node.id, current.id, writer_for(call), now()), read=False)
+    return render(call, record, node)
+
+
+async def history(call: Call) -> dict[str, Any]:
+    node = require(call, call.path["memory_id"], "read", "records.history")
+    versions = await with_alias(call.services, node, call.path["record_id"],
+                                lambda rid: lambda p: p.history(node.id, rid), read=True)
+    return page_json((render(call, r, node) for r in versions), None)
+
+
+async def erase(call: Call) -> dict[str, Any]:
+    body: Erase = call.body
+    node = require(call, call.path["memory_id"], "delete", "records.erase")
+    services = call.services
+    file_ids: set[str] = set()
+    for record_id in body.record_ids:
+        try:
+            versions = await on_provider(services, node, _history_of(node.id, record_id), read=True)
+        except ApiError as error:
+            if error.code != "memory_record_not_found" and error.code != "memory_unsupported":
+                raise
+            versions = []
+        file_ids.update(p.file.id for v in versions for p in v.content if p.file is not None)
+    erasure = await on_provider(services, node, lambda p: p.erase(node.id, body.record_ids), read=False)
+    for file_id in sorted(file_ids):
+        await services.files.remove(file_id)
+    return {"object": "memory.erasure", "memory_id": node.id, "erased": list(erasure.erased),
+            "unreachable": list(erasure.unreachable)}
+
+
+def _history_of(memory_id: str, record_id: str) -> Callable[[Provider], Awaitable[Sequence[Record]]]:
+    def ask(provider: Provider) -> Awaitable[Sequence[Record]]:
+        return provider.history(memory_id, record_id)
+
+    return ask
+
+
+async def content_bytes(call: Call) -> Response:
+    node = require(call, call.path["memory_id"], "read", "records.content")
+    record = await with_alias(call.services, node, call.path["record_id"],
+                              lambda rid: lambda p: p.get(node.id, rid), read=True)
+    raw_index = call.path["index"]
+    index = int(raw_index) if raw_index.isdigit() else -1
+    if not 0 <= index < len(record.content) or record.content[index].file is None:
+        raise ApiError(404, "memfed_part_not_found", "This record has no file part at that index.", param="index")
+    part_file = record.content[index].file
+    data = await call.services.files.read(part_file.id) if part_file else None
+    if data is None or part_file is None:
+        raise ApiError(404, "memfed_part_not_found", "The bytes of this part are no longer kept.", param="index")
+    return Response(data, media_type=part_file.media_type,
+                    headers={"content-disposition": f'attachment; filename="{part_file.id}"'})
+
+
+P = "/v1/memories/{memory_id}/records"
+ENDPOINTS = [
+    Endpoint("POST", P, remember, "remember: write one record as stated.", "records.remember", body=Remember,
+             status=201, write=True, tags=("records",)),
+    Endpoint("GET", P, list_records, "List the records, paginated.", "records.list", query=ListRecords,
+             tags=("records",)),
+    Endpoint("GET", P + "/{record_id}", get_record, "One record.", "records.get", query=GetRecord,
+             tags=("records",)),
+    Endpoint("PATCH", P + "/{record_id}", revise, "revise: write a new version.", "records.revise", body=Revise,
+             write=True, tags=("records",)),
+    Endpoint("DELETE", P + "/{record_id}", forget, "forget: close the record and keep its trace.",
+             "records.forget", write=True, tags=("records",)),
+    Endpoint("GET", P + "/{record_id}/history", history, "Every version of a record, oldest first.",
+             "records.history", tags=("records",)),
+    Endpoint("GET", P + "/{record_id}/content/{index}", content_bytes, "The bytes of one file part.",
+             "records.content", tags=("records",)),
+    Endpoint("POST", "/v1/memories/{memory_id}/erase", erase,
+             "erase: remove content for good; reports what could not be reached.", "records.erase", body=Erase,
+             write=True, tags=("records",)),
+]

@@ -1,0 +1,121 @@
+"""Contract values -> wire JSON, for one reader.
+
+Everything a reader may not see is decided here at the last moment: references into memories the
+reader cannot read become `{record_id, available: false}`, ancestors stop at the first hidden one,
+and child counts count only the children the reader can see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from adapters.base import Part, Record, Reference
+from gateway.state.tree import MemoryNode, Tree
+from policies import access
+
+
+def iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def memory_json(
+    tree: Tree, principals: frozenset[str], node: MemoryNode, privileges: frozenset[str],
+    record_count: int | None,
+) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "object": "memory",
+        "name": node.name,
+        "description": node.description,
+        "parent_id": node.parent_id if node.parent_id and access.effective(tree, principals, node.parent_id)
+        else None,
+        "ancestors": access.visible_ancestors(tree, principals, node.id),
+        "restricted": node.restricted,
+        "provider": node.provider,
+        "privileges": [p for p in access.PRIVILEGES if p in privileges],
+        "records": {"count": record_count},
+        "children": {"count": len(access.readable_children(tree, principals, node.id))},
+        "createdAt": node.created_at,
+        "updatedAt": node.updated_at,
+    }
+
+
+def place_json(node: MemoryNode, record_count: int | None) -> dict[str, Any]:
+    """A memory as recall names a place to go next: `parent` and `children`."""
+    return {"id": node.id, "name": node.name, "description": node.description,
+            "records": {"count": record_count}}
+
+
+def part_json(part: Part) -> dict[str, Any]:
+    out: dict[str, Any] = dict(part.extra)
+    out["type"] = part.type
+    if part.text is not None:
+        out["text"] = part.text
+    if part.file is not None:
+        out["file"] = {"id": part.file.id, "name": part.file.name, "media_type": part.file.media_type,
+                       "bytes": part.file.bytes}
+    if part.role is not None:
+        out["role"] = part.role
+    if part.text_source is not None:
+        out["text_source"] = part.text_source
+    return out
+
+
+def reference_json(ref: Reference, tree: Tree, principals: frozenset[str]) -> dict[str, Any]:
+    if tree.exists(ref.memory_id) and "read" in access.effective(tree, principals, ref.memory_id):
+        out: dict[str, Any] = {"memory_id": ref.memory_id, "record_id": ref.record_id, "available": True}
+        if ref.rel is not None:
+            out["rel"] = ref.rel
+        return out
+    # Neither the memory nor what the edge means: naming either would say the target exists.
+    return {"record_id": ref.record_id, "available": False}
+
+
+def record_json(record: Record, tree: Tree, principals: frozenset[str], memory_id: str | None = None) -> dict[str, Any]:
+    writer: dict[str, Any] = {"kind": record.written_by.kind, "id": record.written_by.id}
+    if record.written_by.type is not None:
+        writer["type"] = record.written_by.type
+    if record.written_by.on_behalf_of is not None:
+        writer["on_behalf_of"] = record.written_by.on_behalf_of
+    if record.written_by.consolidation_id is not None:
+        writer["consolidation_id"] = record.written_by.consolidation_id
+    out: dict[str, Any] = {
+        "id": record.id,
+        "object": "memory.record",
+        "memory_id": memory_id or record.memory_id,
+        "type": record.type,
+        "title": record.title,
+        "content": [part_json(p) for p in record.content],
+        "attributes": dict(record.attributes),
+        "version": record.version,
+        "status": record.status,
+        "supersedes": record.supersedes,
+        "time": {
+            "valid_from": iso(record.time.valid_from),
+            "valid_to": iso(record.time.valid_to),
+            "written_at": iso(record.time.written_at),
+            "invalidated_at": iso(record.time.invalidated_at),
+        },
+        "written_by": writer,
+        "references": [reference_json(r, tree, principals) for r in record.references],
+        "trust": "untrusted",
+    }
+    if record.follows is not None:
+        out["follows"] = {"kind": record.follows.kind, "id": record.follows.id, "name": record.follows.name}
+    return out
+
+
+def unavailable_references(record: Record, tree: Tree, principals: frozenset[str]) -> list[Reference]:
+    """The references this reader was shown as unavailable: a revision by it keeps them as they were."""
+    return [r for r in record.references
+            if not (tree.exists(r.memory_id) and "read" in access.effective(tree, principals, r.memory_id))]
+
+
+def page_json(items: Iterable[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:
+    return {"object": "list", "data": list(items), "next": next_cursor}

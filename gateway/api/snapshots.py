@@ -1,0 +1,48 @@
+"""Snapshots (§5.3): a name for an instant. Nothing is copied; reading `as_of` its time is the same read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.models import Snapshot
+from gateway.api.render import iso, page_json
+from gateway.errors import ApiError
+from gateway.guard import require
+from gateway.ids import new_id
+from gateway.state import schema as t
+from gateway.state.store import now_ms
+
+
+def snapshot_json(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "object": "memory.snapshot", "memory_id": row.memory_id, "name": row.name,
+            "message": row.message, "at": iso(datetime.fromtimestamp(row.at / 1000, UTC))}
+
+
+async def create_snapshot(call: Call) -> dict[str, Any]:
+    body: Snapshot = call.body
+    memory_id = call.path["memory_id"]
+    require(call, memory_id, "write", "snapshots.create")
+    store = call.services.store
+    if await store.fetch_one(t.snapshots, memory_id=memory_id, name=body.name) is not None:
+        raise ApiError(409, "memfed_snapshot_exists", "This memory has a snapshot of that name.", param="name")
+    snapshot_id = new_id("snapshot")
+    await store.insert(t.snapshots, id=snapshot_id, memory_id=memory_id, name=body.name, message=body.message,
+                       at=now_ms(), created_by=call.principal.member_id)
+    return snapshot_json(await store.fetch_one(t.snapshots, id=snapshot_id))
+
+
+async def list_snapshots(call: Call) -> dict[str, Any]:
+    memory_id = call.path["memory_id"]
+    require(call, memory_id, "read", "snapshots.list")
+    rows = await call.services.store.fetch_all(t.snapshots, order_by=t.snapshots.c.at, memory_id=memory_id)
+    return page_json((snapshot_json(r) for r in rows), None)
+
+
+ENDPOINTS = [
+    Endpoint("POST", "/v1/memories/{memory_id}/snapshots", create_snapshot, "Name this instant.",
+             "snapshots.create", body=Snapshot, status=201, write=True, tags=("records",)),
+    Endpoint("GET", "/v1/memories/{memory_id}/snapshots", list_snapshots, "The memory's snapshots, oldest first.",
+             "snapshots.list", tags=("records",)),
+]

@@ -1,0 +1,130 @@
+"""The ASGI app: the routes table, the error envelope everywhere, and the lifespan that opens services."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
+
+from gateway.api import discovery, files, grants, graph, members, memories, recall, records, snapshots
+from gateway.api._endpoint import Endpoint, route
+from gateway.api.openapi import build as build_openapi
+from gateway.audit import AuditLog
+from gateway.config import Config
+from gateway.errors import ApiError
+from gateway.files import FileStore
+from gateway.idempotency import Idempotency
+from gateway.providers import Providers
+from gateway.services import Services
+from gateway.state.store import StateStore
+from gateway.versions import VersionMiddleware
+
+log = logging.getLogger("memfed.app")
+
+
+def endpoints() -> list[Endpoint]:
+    """Every route of the HTTP API. Order matters only where paths overlap (literal before parameter)."""
+    return [
+        *discovery.ENDPOINTS,
+        *members.ENDPOINTS,
+        *memories.ENDPOINTS,
+        *grants.ENDPOINTS,
+        *records.ENDPOINTS,
+        *snapshots.ENDPOINTS,
+        *recall.ENDPOINTS,
+        *graph.ENDPOINTS,
+        *files.ENDPOINTS,
+    ]
+
+
+async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    store = await StateStore.open(config.database_url())
+    providers = await Providers.open(config, http_client)
+    audit_log = audit or AuditLog()
+    await audit_log.start()
+    services = Services(
+        config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),
+        audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours),
+    )
+    if config.oidc:
+        from gateway.oidc import OidcSettings, OidcVerifier
+
+        services.oidc = OidcVerifier(OidcSettings.from_toml(config.oidc), providers.client)
+    services.openapi = build_openapi(endpoints())
+    return services
+
+
+async def bootstrap_admin(store: StateStore, announce: bool = True) -> str | None:
+    """On an empty state store, make the first admin: MEMFED_ADMIN_KEY, or a key printed once."""
+    if store.member_count():
+        return None
+    given = os.environ.get("MEMFED_ADMIN_KEY")
+    admin = await store.create_member("admin", "human", is_admin=True)
+    _, secret = await store.create_key(admin.id, given or None)
+    if not given and announce:
+        print(f"memfed: created the first admin member {admin.id}; its API key (shown once): {secret}",
+              file=sys.stderr, flush=True)
+    return secret
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 404:
+        return ApiError(404, "memfed_route_not_found", "No such route.").response()
+    if status == 405:
+        return ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+    return ApiError(status, "memfed_http_error", str(getattr(exc, "detail", "error"))).response()
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error", exc_info=exc)
+    return JSONResponse(ApiError(500, "memfed_internal_error", "The server failed; the error is logged.")
+                        .envelope(), status_code=500)
+
+
+def create_app(config: Config, *, services: Services | None = None, http_client: Any = None) -> Starlette:
+    """The app. Given `services`, it uses them as they are (tests); otherwise its lifespan opens them."""
+    holder: dict[str, Services] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        opened = services is None
+        current = services or await open_services(config, http_client=http_client)
+        holder["services"] = current
+        app.state.services = current
+        await bootstrap_admin(current.store)
+        try:
+            yield
+        finally:
+            if opened:
+                await current.close()
+
+    class _Lazy:
+        """Routes are built before the lifespan opens the services; they look them up per request."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(holder["services"], name)
+
+    lazy: Any = _Lazy()
+    routes: list[BaseRoute] = [route(e, lazy) for e in endpoints()]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(VersionMiddleware)],
+        exception_handlers={HTTPException: _not_found, Exception: _server_error},
+    )
+    if services is not None:
+        holder["services"] = services
+        app.state.services = services
+    return app

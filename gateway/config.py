@@ -1,0 +1,164 @@
+"""The gateway's settings: a TOML file read into frozen dataclasses.
+
+Secrets are never written in the file: a provider names the environment variable that holds its key
+(`api_key_env`), and the value is read from the environment when the provider is opened.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PROVIDER = "local"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    name: str
+    adapter: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout: float = 2.0
+    concurrency: int = 8
+    failure_threshold: int = 5
+    reset_after: float = 30.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env)
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path(".memfed")
+    state_url: str | None = None
+    default_provider: str = DEFAULT_PROVIDER
+    providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
+    recall_cap: int = 200
+    recall_default_limit: int = 10
+    recall_max_limit: int = 200
+    file_max_bytes: int = 10 * 1024 * 1024
+    audit_enabled: bool = True
+    oidc: Mapping[str, Any] | None = None
+    idempotency_hours: int = 24
+
+    def database_url(self) -> str:
+        """SQLAlchemy async URL of the state store; `postgresql://` is given the asyncpg driver."""
+        url = self.state_url or f"sqlite+aiosqlite:///{(self.data_dir / 'state.sqlite3').as_posix()}"
+        if url.startswith("postgresql://") or url.startswith("postgres://"):
+            url = "postgresql+asyncpg://" + url.split("://", 1)[1]
+        elif url.startswith("sqlite:///"):
+            url = "sqlite+aiosqlite:///" + url[len("sqlite:///") :]
+        return url
+
+    def with_overrides(self, **changes: Any) -> Config:
+        values = {k: v for k, v in changes.items() if v is not None}
+        return _replace(self, values)
+
+
+def _replace(config: Config, values: Mapping[str, Any]) -> Config:
+    from dataclasses import replace
+
+    return replace(config, **values)
+
+
+_TOP_KEYS = {"server", "state", "recall", "files", "providers", "default", "auth", "audit", "idempotency"}
+
+
+def load(path: Path | None) -> Config:
+    """Read a TOML file (or nothing) into a Config; the embedded provider is always available."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    return from_mapping(raw)
+
+
+def from_mapping(raw: Mapping[str, Any]) -> Config:
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
+    server = _table(raw, "server")
+    state = _table(raw, "state")
+    recall = _table(raw, "recall")
+    files = _table(raw, "files")
+    audit = _table(raw, "audit")
+    auth = _table(raw, "auth")
+    providers = {DEFAULT_PROVIDER: ProviderConfig(name=DEFAULT_PROVIDER, adapter="local")}
+    for name, table in _table(raw, "providers").items():
+        providers[name] = _provider(name, table)
+    default = _table(raw, "default").get("provider", DEFAULT_PROVIDER)
+    if default not in providers:
+        raise ConfigError(f"default.provider {default!r} is not a configured provider")
+    oidc = auth.get("oidc")
+    return Config(
+        host=str(server.get("host", "127.0.0.1")),
+        port=int(server.get("port", 8080)),
+        data_dir=Path(server.get("data_dir", ".memfed")),
+        state_url=state.get("url"),
+        default_provider=default,
+        providers=providers,
+        recall_cap=_positive(recall, "cap", 200),
+        recall_default_limit=_positive(recall, "default_limit", 10),
+        recall_max_limit=_positive(recall, "max_limit", 200),
+        file_max_bytes=_positive(files, "max_bytes", 10 * 1024 * 1024),
+        audit_enabled=bool(audit.get("enabled", True)),
+        oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
+        idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
+    )
+
+
+_PROVIDER_KEYS = {
+    "adapter", "base_url", "api_key_env", "timeout", "concurrency", "failure_threshold", "reset_after",
+}
+
+
+def _provider(name: str, table: Any) -> ProviderConfig:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"providers.{name} must be a table")
+    if "api_key" in table:
+        raise ConfigError(f"providers.{name}.api_key: put the key in an environment variable and name it "
+                          "with api_key_env")
+    adapter = table.get("adapter")
+    if not isinstance(adapter, str):
+        raise ConfigError(f"providers.{name}.adapter is required")
+    options = {k: v for k, v in table.items() if k not in _PROVIDER_KEYS}
+    return ProviderConfig(
+        name=name,
+        adapter=adapter,
+        base_url=table.get("base_url"),
+        api_key_env=table.get("api_key_env"),
+        timeout=float(table.get("timeout", 2.0)),
+        concurrency=int(table.get("concurrency", 8)),
+        failure_threshold=int(table.get("failure_threshold", 5)),
+        reset_after=float(table.get("reset_after", 30.0)),
+        options=options,
+    )
+
+
+def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"[{key}] must be a table")
+    return value
+
+
+def _positive(table: Mapping[str, Any], key: str, default: int) -> int:
+    value = table.get(key, default)
+    if not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{key} must be a positive integer")
+    return value

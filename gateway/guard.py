@@ -1,0 +1,49 @@
+"""Access checks as the routes use them: decide, record the decision, answer 404 or 403.
+
+The rules are in policies/access.py; this module only applies them to a request and logs each
+decision with its reason. A memory the caller holds nothing on answers exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from gateway.api._endpoint import Call
+from gateway.errors import admin_only, memory_forbidden, memory_not_found
+from gateway.state.tree import MemoryNode
+from policies import access
+
+
+def require(call: Call, memory_id: str, privilege: str, operation: str) -> MemoryNode:
+    tree = call.services.store.tree
+    node = tree.get(memory_id)
+    if node is None:
+        call.audit(operation, memory_id, privilege, False, "refused: no such memory")
+        raise memory_not_found()
+    decision = access.explain(tree, call.principal.principals, memory_id)
+    if not decision.privileges:
+        call.audit(operation, memory_id, privilege, False, decision.reason(privilege))
+        raise memory_not_found()
+    if privilege not in decision.privileges:
+        call.audit(operation, memory_id, privilege, False, decision.reason(privilege))
+        raise memory_forbidden(privilege)
+    call.audit(operation, memory_id, privilege, True, decision.reason(privilege))
+    return node
+
+
+def require_visible(call: Call, memory_id: str, operation: str) -> tuple[MemoryNode, frozenset[str]]:
+    """The memory and the caller's privileges on it, when it holds any."""
+    tree = call.services.store.tree
+    node = tree.get(memory_id)
+    decision = access.explain(tree, call.principal.principals, memory_id) if node else None
+    if node is None or decision is None or not decision.privileges:
+        reason = decision.reason("read") if decision else "refused: no such memory"
+        call.audit(operation, memory_id, None, False, reason)
+        raise memory_not_found()
+    call.audit(operation, memory_id, None, True, "allowed: holds " + ",".join(sorted(decision.privileges)))
+    return node, decision.privileges
+
+
+def require_admin(call: Call, operation: str) -> None:
+    if not call.principal.is_admin:
+        call.audit(operation, None, "admin", False, "refused: not an administrator")
+        raise admin_only()
+    call.audit(operation, None, "admin", True, "allowed: administrator")

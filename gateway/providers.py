@@ -1,0 +1,190 @@
+"""The configured providers, each behind a timeout, a concurrency bound and a circuit breaker.
+
+Every call the gateway makes to an adapter goes through `ProviderHandle.call`, so the rules live in one
+place: a call that outlives its timeout is a `ProviderTimeout`; a provider that keeps failing is not
+called again until its breaker lets one probe through; a read may be retried once, a write never.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from adapters.base import (
+    Capabilities,
+    Provider,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from gateway.config import Config, ConfigError, ProviderConfig
+
+log = logging.getLogger("memfed.providers")
+T = TypeVar("T")
+
+
+class CircuitOpen(ProviderUnavailable):
+    reason = "circuit_open"
+
+
+@dataclass
+class Breaker:
+    """Closed until `threshold` failures in a row; then open for `reset_after` s; then one probe."""
+
+    threshold: int
+    reset_after: float
+    failures: int = 0
+    opened_at: float | None = None
+    open_for: float = 0.0
+    probing: bool = False
+
+    @property
+    def state(self) -> str:
+        if self.opened_at is None:
+            return "closed"
+        if time.monotonic() - self.opened_at >= self.open_for:
+            return "half_open"
+        return "open"
+
+    def admit(self) -> bool:
+        state = self.state
+        if state == "closed":
+            return True
+        if state == "half_open" and not self.probing:
+            self.probing = True
+            return True
+        return False
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.opened_at = None
+        self.probing = False
+
+    def failed(self, retry_after: float | None = None) -> None:
+        self.failures += 1
+        self.probing = False
+        if retry_after is not None or self.failures >= self.threshold or self.opened_at is not None:
+            self.opened_at = time.monotonic()
+            self.open_for = max(retry_after or 0.0, self.reset_after if retry_after is None else 0.0)
+
+    def document(self) -> dict[str, Any]:
+        return {"state": self.state, "consecutive_failures": self.failures}
+
+
+class ProviderHandle:
+    def __init__(self, config: ProviderConfig, provider: Provider) -> None:
+        self.name = config.name
+        self.config = config
+        self.provider = provider
+        self.breaker = Breaker(config.failure_threshold, config.reset_after)
+        self.semaphore = asyncio.Semaphore(config.concurrency)
+        self._capabilities = provider.capabilities()
+
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    async def call(
+        self, fn: Callable[[Provider], Awaitable[T]], *, read: bool, seconds: float | None = None
+    ) -> T:
+        attempts = 2 if read else 1
+        for attempt in range(attempts):
+            if not self.breaker.admit():
+                raise CircuitOpen(f"provider {self.name} is resting after repeated failures")
+            try:
+                async with self.semaphore:
+                    async with asyncio.timeout(seconds or self.config.timeout):
+                        result = await fn(self.provider)
+            except TimeoutError as exc:
+                self.breaker.failed()
+                if attempt + 1 == attempts:
+                    raise ProviderTimeout(f"provider {self.name} did not answer in time") from exc
+            except ProviderRateLimited as exc:
+                self.breaker.failed(exc.retry_after)
+                raise
+            except (ProviderTimeout, ProviderUnavailable):
+                self.breaker.failed()
+                if attempt + 1 == attempts:
+                    raise
+            except ProviderError:
+                # A refusal or an unsupported operation is an answer, not a sign of ill health.
+                self.breaker.succeeded()
+                raise
+            else:
+                self.breaker.succeeded()
+                return result
+        raise ProviderUnavailable(f"provider {self.name} failed")  # unreachable: the loop returns or raises
+
+    def document(self) -> dict[str, Any]:
+        doc = self._capabilities.document(self.name)
+        doc["x.memfed"].update({
+            "adapter": self.config.adapter,
+            "breaker": self.breaker.document(),
+            "timeout_seconds": self.config.timeout,
+            "concurrency": self.config.concurrency,
+        })
+        return doc
+
+
+AdapterFactory = Callable[..., Awaitable[Provider]]
+
+
+def _adapter_factories() -> Mapping[str, AdapterFactory]:
+    # Imported here so that a deployment without a vendor's adapter module still starts.
+    from adapters.local import LocalProvider
+
+    factories: dict[str, AdapterFactory] = {"local": LocalProvider.from_config}
+    try:
+        from adapters.mem0 import Mem0Provider
+
+        factories["mem0"] = Mem0Provider.from_config
+    except ImportError:  # pragma: no cover - the mem0 adapter ships with memfed
+        pass
+    return factories
+
+
+class Providers:
+    def __init__(self, handles: Mapping[str, ProviderHandle], default: str, client: httpx.AsyncClient) -> None:
+        self.handles = dict(handles)
+        self.default = default
+        self.client = client
+
+    @classmethod
+    async def open(cls, config: Config, client: httpx.AsyncClient | None = None) -> Providers:
+        client = client or httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
+        factories = _adapter_factories()
+        handles: dict[str, ProviderHandle] = {}
+        for name, pconf in config.providers.items():
+            factory = factories.get(pconf.adapter)
+            if factory is None:
+                raise ConfigError(f"providers.{name}.adapter: unknown adapter {pconf.adapter!r}")
+            options = dict(pconf.options)
+            if pconf.base_url:
+                options["base_url"] = pconf.base_url
+            options.setdefault("timeout", pconf.timeout)
+            data_dir = Path(config.data_dir) / "providers" / name
+            data_dir.mkdir(parents=True, exist_ok=True)
+            provider = await factory(options, client=client, data_dir=data_dir, api_key=pconf.api_key())
+            handles[name] = ProviderHandle(pconf, provider)
+        return cls(handles, config.default_provider, client)
+
+    def get(self, name: str) -> ProviderHandle | None:
+        return self.handles.get(name)
+
+    def __getitem__(self, name: str) -> ProviderHandle:
+        return self.handles[name]
+
+    async def close(self) -> None:
+        for handle in self.handles.values():
+            try:
+                await handle.provider.close()
+            except Exception:  # closing must not stop the others from closing
+                log.exception("closing provider %s failed", handle.name)
+        await self.client.aclose()

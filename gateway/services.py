@@ -1,0 +1,80 @@
+"""Everything a request handler needs, opened once by the app's lifespan and closed with it."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.audit import AuditLog, DecisionEntry
+from gateway.config import Config
+from gateway.files import FileStore
+from gateway.idempotency import Idempotency
+from gateway.providers import Providers
+from gateway.state.store import Member, StateStore
+
+log = logging.getLogger("memfed.services")
+
+
+@dataclass
+class Services:
+    config: Config
+    store: StateStore
+    providers: Providers
+    files: FileStore
+    audit: AuditLog
+    idempotency: Idempotency
+    oidc: Any = None
+    openapi: dict[str, Any] = field(default_factory=dict)
+    busy: dict[str, str] = field(default_factory=dict)  # memory id -> running consolidation run id
+
+    def guard_not_busy(self, memory_id: str) -> None:
+        """A move or delete must wait while a consolidation runs on the memory or below it (§12)."""
+        from gateway.errors import ApiError
+
+        tree = self.store.tree
+        for busy_id, run_id in self.busy.items():
+            if tree.exists(busy_id) and tree.is_descendant(busy_id, memory_id):
+                raise ApiError(409, "memory_busy", "A consolidation run is changing this memory.",
+                               detail={"consolidation_id": run_id})
+
+    def decide(self, call: Any, operation: str, memory_id: str | None, privilege: str | None,
+               allowed: bool, reason: str) -> None:
+        principal = call.principal
+        self.audit.decide(DecisionEntry(
+            request_id=call.request_id,
+            principal=principal.principal if principal else "anonymous",
+            groups=tuple(f"group:{g}" for g in principal.groups) if principal else (),
+            operation=operation,
+            memory_id=memory_id,
+            privilege=privilege,
+            allowed=allowed,
+            reason=reason,
+        ))
+
+    async def member_for_jwt(self, token: str) -> Member | None:
+        """The member a verified JWT names, created on first sight; its groups follow the token's claim."""
+        from gateway.oidc import InvalidToken
+
+        try:
+            identity = await self.oidc.verify(token)
+        except InvalidToken as exc:
+            log.info("refused a bearer JWT: %s", exc.reason)
+            return None
+        subject = f"{identity.issuer}#{identity.subject}"
+        member = self.store.member_for_subject(subject)
+        if member is None:
+            member = await self.store.create_member(identity.subject, identity.member_type,
+                                                    external_subject=subject)
+        wanted = set()
+        for name in identity.groups:
+            group = self.store.group_by_name(name)
+            if group is not None:
+                wanted.add(group.id)
+        await self.store.set_groups(member.id, wanted)
+        return member
+
+    async def close(self) -> None:
+        await self.audit.close()
+        await self.providers.close()
+        await self.store.close()

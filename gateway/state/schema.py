@@ -1,0 +1,127 @@
+"""The gateway's own tables: who exists, the tree, the grants. No record content lives here.
+
+SQLAlchemy Core, so one definition serves SQLite (the default) and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+members = Table(
+    "members",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(300), nullable=False),
+    Column("type", String(16), nullable=False),
+    Column("is_admin", Boolean, nullable=False, default=False),
+    Column("external_subject", String(500), nullable=True, unique=True),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("member_id", String(64), ForeignKey("members.id", ondelete="CASCADE"), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+groups = Table(
+    "groups",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+group_members = Table(
+    "group_members",
+    metadata,
+    Column("group_id", String(64), ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True),
+    Column("member_id", String(64), ForeignKey("members.id", ondelete="CASCADE"), primary_key=True),
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(300), nullable=False),
+    Column("description", Text, nullable=False, default=""),
+    Column("parent_id", String(64), nullable=True, index=True),
+    Column("restricted", Boolean, nullable=False, default=False),
+    Column("provider", String(100), nullable=False),
+    Column("created_by", String(64), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("memory_id", String(64), nullable=False, index=True),
+    Column("principal", String(200), nullable=False, index=True),
+    Column("privileges", String(64), nullable=False),
+    Column("implicit", Boolean, nullable=False, default=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("filename", String(500), nullable=False),
+    Column("media_type", String(200), nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("purpose", String(100), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+snapshots = Table(
+    "snapshots",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("memory_id", String(64), nullable=False, index=True),
+    Column("name", String(300), nullable=False),
+    Column("message", Text, nullable=False, default=""),
+    Column("at", BigInteger, nullable=False),
+    Column("created_by", String(64), nullable=False),
+    UniqueConstraint("memory_id", "name"),
+)
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("principal", String(200), primary_key=True),
+    Column("key", String(300), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+record_aliases = Table(
+    "record_aliases",
+    metadata,
+    Column("memory_id", String(64), primary_key=True),
+    Column("old_id", String(200), primary_key=True),
+    Column("new_id", String(200), nullable=False),
+)
+
+Index("ix_record_aliases_new", record_aliases.c.memory_id, record_aliases.c.new_id)

@@ -1,0 +1,139 @@
+"""The tree of memories and its grants, held in memory so that access decisions cost no round trip.
+
+The database is the source of truth; this is loaded from it at start and changed by the store in the
+same call that commits each change, so the two never disagree for a request served by this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from policies.access import Grant
+
+
+@dataclass(frozen=True)
+class MemoryNode:
+    id: str
+    name: str
+    description: str
+    parent_id: str | None
+    restricted: bool
+    provider: str
+    created_by: str
+    created_at: int
+    updated_at: int
+
+
+class Tree:
+    """Nodes by id, children by parent, grants by memory and by principal. Implements TreeView."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, MemoryNode] = {}
+        self._children: dict[str | None, list[str]] = {None: []}
+        self._grants_on: dict[str, list[Grant]] = {}
+        self._grants_to: dict[str, list[Grant]] = {}
+        self._grants_by_id: dict[str, Grant] = {}
+
+    # -- TreeView
+
+    def exists(self, memory_id: str) -> bool:
+        return memory_id in self._nodes
+
+    def parent_of(self, memory_id: str) -> str | None:
+        node = self._nodes.get(memory_id)
+        return node.parent_id if node else None
+
+    def children_of(self, memory_id: str) -> Sequence[str]:
+        return self._children.get(memory_id, ())
+
+    def is_restricted(self, memory_id: str) -> bool:
+        node = self._nodes.get(memory_id)
+        return bool(node and node.restricted)
+
+    def grants_on(self, memory_id: str) -> Sequence[Grant]:
+        return self._grants_on.get(memory_id, ())
+
+    def grants_to(self, principal: str) -> Sequence[Grant]:
+        return self._grants_to.get(principal, ())
+
+    # -- reads
+
+    def get(self, memory_id: str) -> MemoryNode | None:
+        return self._nodes.get(memory_id)
+
+    def roots(self) -> Sequence[str]:
+        return self._children[None]
+
+    def grant(self, grant_id: str) -> Grant | None:
+        return self._grants_by_id.get(grant_id)
+
+    def all_ids(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def subtree(self, memory_id: str) -> list[str]:
+        """The memory and every descendant, breadth first."""
+        out = [memory_id]
+        index = 0
+        while index < len(out):
+            out.extend(self._children.get(out[index], ()))
+            index += 1
+        return out
+
+    def is_descendant(self, memory_id: str, ancestor_id: str) -> bool:
+        """True when `ancestor_id` is `memory_id` itself or above it."""
+        node: str | None = memory_id
+        while node is not None:
+            if node == ancestor_id:
+                return True
+            node = self.parent_of(node)
+        return False
+
+    def depth_of(self, memory_id: str) -> int:
+        depth = 0
+        node = self.parent_of(memory_id)
+        while node is not None:
+            depth += 1
+            node = self.parent_of(node)
+        return depth
+
+    # -- changes (called by the store after its commit)
+
+    def put(self, node: MemoryNode) -> None:
+        old = self._nodes.get(node.id)
+        if old is not None and old.parent_id != node.parent_id:
+            self._children[old.parent_id].remove(node.id)
+        if old is None or old.parent_id != node.parent_id:
+            self._children.setdefault(node.parent_id, []).append(node.id)
+        self._children.setdefault(node.id, [])
+        self._nodes[node.id] = node
+
+    def update(self, memory_id: str, **changes: object) -> MemoryNode:
+        node = replace(self._nodes[memory_id], **changes)  # type: ignore[arg-type]
+        self.put(node)
+        return node
+
+    def remove_subtree(self, memory_id: str) -> list[str]:
+        removed = self.subtree(memory_id)
+        parent = self.parent_of(memory_id)
+        self._children[parent].remove(memory_id)
+        for node_id in removed:
+            for grant in list(self._grants_on.get(node_id, ())):
+                self.remove_grant(grant.id)
+            self._grants_on.pop(node_id, None)
+            self._children.pop(node_id, None)
+            del self._nodes[node_id]
+        return removed
+
+    def add_grant(self, grant: Grant) -> None:
+        self._grants_by_id[grant.id] = grant
+        self._grants_on.setdefault(grant.memory_id, []).append(grant)
+        self._grants_to.setdefault(grant.principal, []).append(grant)
+
+    def remove_grant(self, grant_id: str) -> Grant | None:
+        grant = self._grants_by_id.pop(grant_id, None)
+        if grant is None:
+            return None
+        self._grants_on[grant.memory_id].remove(grant)
+        self._grants_to[grant.principal].remove(grant)
+        return grant
