@@ -51,7 +51,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     config.data_dir.mkdir(parents=True, exist_ok=True)
     store = await StateStore.open(config.database_url())
     providers = await Providers.open(config, http_client)
-    audit_log = audit or AuditLog()
+    audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled)
     await audit_log.start()
     services = Services(
         config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),

@@ -54,13 +54,18 @@ class Services:
 
     async def member_for_jwt(self, token: str) -> Member | None:
         """The member a verified JWT names, created on first sight; its groups follow the token's claim."""
-        from gateway.oidc import InvalidToken
+        from gateway.errors import ApiError
+        from gateway.oidc import InvalidToken, OidcUnavailable
 
         try:
             identity = await self.oidc.verify(token)
         except InvalidToken as exc:
             log.info("refused a bearer JWT: %s", exc.reason)
             return None
+        except OidcUnavailable:
+            # The token may well be valid: a 401 would tell the client to drop working credentials.
+            raise ApiError(503, "memfed_identity_provider_unavailable",
+                           "The identity provider's signing keys cannot be fetched right now.") from None
         subject = f"{identity.issuer}#{identity.subject}"
         member = self.store.member_for_subject(subject)
         if member is None:

@@ -1,0 +1,167 @@
+"""Recall (§6) and the graph (§6.6) on the embedded provider, through the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.api.conftest import Gateway
+
+
+async def _remember(gateway: Gateway, memory_id: str, text: str, **fields: Any) -> dict[str, Any]:
+    made = await gateway.admin.post(f"/v1/memories/{memory_id}/records", json={"content": text, **fields})
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+async def _tree(gateway: Gateway) -> dict[str, dict[str, Any]]:
+    root = await gateway.root("Company", description="everything")
+    sales = await gateway.child(gateway.admin, root["id"], "Sales", description="accounts")
+    acme = await gateway.child(gateway.admin, sales["id"], "Acme", description="one customer")
+    hr = await gateway.child(gateway.admin, root["id"], "HR", restricted=True)
+    await _remember(gateway, root["id"], "Company holiday is in December")
+    await _remember(gateway, sales["id"], "Pricing review for renewal season", type="note")
+    await _remember(gateway, acme["id"], "Acme renews in March and wants its discount kept", type="fact",
+                    attributes={"account": "acme"})
+    await _remember(gateway, hr["id"], "Salary bands renewal for Acme staff")
+    return {"root": root, "sales": sales, "acme": acme, "hr": hr}
+
+
+async def test_recall_finds_below_and_names_where(gateway: Gateway) -> None:
+    """A question asked of a parent finds a record below it and names the memory it is in."""
+    t = await _tree(gateway)
+    answer = await gateway.admin.post(f"/v1/memories/{t['sales']['id']}/recall", json={"text": "Acme renews"})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["object"] == "memory.recall"
+    assert body["results"][0]["memory"] == {"id": t["acme"]["id"], "name": "Acme"}
+    assert body["results"][0]["why"] == ["text"]
+    assert 0 <= body["results"][0]["score"] <= 1
+    assert body["results"][0]["record"]["trust"] == "untrusted"
+    assert body["parent"]["id"] == t["root"]["id"]
+    assert [c["id"] for c in body["children"]] == [t["acme"]["id"]]
+
+
+async def test_recall_never_searches_up(gateway: Gateway) -> None:
+    """Asked of a child, a recall never returns its ancestor's records."""
+    t = await _tree(gateway)
+    answer = (await gateway.admin.post(f"/v1/memories/{t['acme']['id']}/recall", json={"text": "holiday"})).json()
+    assert answer["results"] == []
+    assert answer["abstain"] is True
+
+
+async def test_each_descendant_is_judged_on_its_own(gateway: Gateway) -> None:
+    """A reader of the root does not reach the restricted branch, except a memory granted inside it."""
+    t = await _tree(gateway)
+    inside = await gateway.child(gateway.admin, t["hr"]["id"], "Shared policies")
+    await _remember(gateway, inside["id"], "Travel renewal policy")
+    member_id, reader = await gateway.member("reader")
+    await gateway.grant(t["root"]["id"], f"member:{member_id}", "read")
+    await gateway.grant(inside["id"], f"member:{member_id}", "read")
+    body = (await reader.post(f"/v1/memories/{t['root']['id']}/recall", json={"text": "renewal"})).json()
+    places = {r["memory"]["id"] for r in body["results"]}
+    assert inside["id"] in places
+    assert t["hr"]["id"] not in places
+    assert t["hr"]["id"] not in str(body)
+
+
+async def test_depth_narrows_the_search(gateway: Gateway) -> None:
+    """depth 0 searches the memory alone, 1 adds its children."""
+    t = await _tree(gateway)
+    zero = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
+                                     json={"text": "renewal", "depth": 0})).json()
+    one = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
+                                    json={"text": "renewal", "depth": 1})).json()
+    assert {r["memory"]["name"] for r in zero["results"]} == set()
+    assert {r["memory"]["name"] for r in one["results"]} == {"Sales", "HR"}
+
+
+async def test_the_cap_is_declared(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A recall over more memories than recall.cap searches the nearest and says subtree:capped_at_N."""
+    from tests.api.conftest import make_config, running_gateway
+
+    async with running_gateway(make_config(tmp_path, recall={"cap": 2})) as gw:
+        root = await gw.root()
+        for i in range(4):
+            child = await gw.child(gw.admin, root["id"], f"c{i}")
+            await _remember(gw, child["id"], f"needle number {i}")
+        body = (await gw.admin.post(f"/v1/memories/{root['id']}/recall", json={"text": "needle"})).json()
+        assert "subtree:capped_at_2_memories" in body["degraded"]
+        assert len(body["results"]) == 1  # the root and one child were searched
+
+
+async def test_filters_types_and_limit(gateway: Gateway) -> None:
+    """filters on attributes, types and limit shape the answer; why names filters."""
+    t = await _tree(gateway)
+    body = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall", json={
+        "filters": {"field": "attributes.account", "op": "eq", "value": "acme"}, "types": ["fact"]})).json()
+    assert [r["memory"]["name"] for r in body["results"]] == ["Acme"]
+    assert body["results"][0]["why"] == ["filters"]
+    limited = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
+                                        json={"text": "renewal", "limit": 1})).json()
+    assert len(limited["results"]) == 1
+
+
+async def test_emulated_meaning_is_declared(gateway: Gateway) -> None:
+    """query is answered by word matching on the embedded provider and degraded says so."""
+    t = await _tree(gateway)
+    body = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
+                                     json={"query": "when does Acme renew its contract?"})).json()
+    assert "query:emulated:provider:local" in body["degraded"]
+    assert body["results"]
+
+
+async def test_an_empty_recall_is_422(gateway: Gateway) -> None:
+    """A recall with no signal is refused."""
+    t = await _tree(gateway)
+    for bad in ({}, {"types": ["fact"]}, {"query": ""}, {"depth": -1, "text": "x"}, {"limit": 0, "text": "x"}):
+        answer = await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall", json=bad)
+        assert answer.status_code == 422, bad
+
+
+async def test_recall_needs_read(gateway: Gateway) -> None:
+    """A writer without read cannot recall; a stranger gets the same 404 as for a missing memory."""
+    t = await _tree(gateway)
+    writer_id, writer = await gateway.member("w")
+    await gateway.grant(t["root"]["id"], f"member:{writer_id}", "write")
+    assert (await writer.post(f"/v1/memories/{t['root']['id']}/recall", json={"text": "x"})).status_code == 403
+    _, stranger = await gateway.member("s")
+    assert (await stranger.post(f"/v1/memories/{t['root']['id']}/recall", json={"text": "x"})).status_code == 404
+
+
+async def test_graph_reads_two_entities_and_the_fact_between_them(gateway: Gateway) -> None:
+    """Entities and a fact with subject and object come back as nodes and edges around one record."""
+    t = await _tree(gateway)
+    acme = t["acme"]["id"]
+    dana = await _remember(gateway, acme, "Head of procurement", type="entity", title="Dana")
+    quillon = await _remember(gateway, acme, "A freight company", type="entity", title="Quillon Freight")
+    fact = await _remember(gateway, acme, "Dana is head of procurement at Quillon Freight", type="fact",
+                           references=[{"rel": "subject", "memory_id": acme, "record_id": dana["id"]},
+                                       {"rel": "object", "memory_id": acme, "record_id": quillon["id"]}])
+    body = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/graph",
+                                     json={"around": dana["id"], "hops": 2})).json()
+    assert body["object"] == "memory.graph"
+    ids = {n["record"]["id"] for n in body["nodes"]}
+    assert ids == {dana["id"], quillon["id"], fact["id"]}
+    rels = {(e["from"]["record_id"], e["to"]["record_id"], e["rel"]) for e in body["edges"]}
+    assert rels == {(fact["id"], dana["id"], "subject"), (fact["id"], quillon["id"], "object")}
+    one_hop = (await gateway.admin.post(f"/v1/memories/{acme}/graph",
+                                        json={"around": dana["id"], "hops": 1, "types": ["entity"]})).json()
+    assert {n["record"]["id"] for n in one_hop["nodes"]} == {dana["id"]}
+    limited = (await gateway.admin.post(f"/v1/memories/{acme}/graph", json={"limit": 2})).json()
+    assert limited["truncated"] is True and len(limited["nodes"]) == 2
+
+
+async def test_graph_edges_into_unreadable_memories_are_unavailable(gateway: Gateway) -> None:
+    """An edge whose target the reader may not read has available false, no rel and no memory id."""
+    t = await _tree(gateway)
+    secret = await _remember(gateway, t["hr"]["id"], "private")
+    public = await _remember(gateway, t["sales"]["id"], "derived", references=[
+        {"rel": "derived_from", "memory_id": t["hr"]["id"], "record_id": secret["id"]}])
+    member_id, reader = await gateway.member("r")
+    await gateway.grant(t["sales"]["id"], f"member:{member_id}", "read")
+    body = (await reader.post(f"/v1/memories/{t['sales']['id']}/graph", json={"around": public["id"]})).json()
+    assert body["edges"] == [{"from": {"memory_id": t["sales"]["id"], "record_id": public["id"]},
+                              "to": {"record_id": secret["id"]}, "available": False}]
+    assert t["hr"]["id"] not in str(body)
+    hops = await reader.post(f"/v1/memories/{t['sales']['id']}/graph", json={"hops": 4})
+    assert hops.status_code == 422
