@@ -49,7 +49,7 @@ def endpoints() -> list[Endpoint]:
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    store = await StateStore.open(config.database_url())
+    store = await StateStore.open(config.database_url(), search_path=config.state_schema)
     providers = await Providers.open(config, http_client)
     audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled)
     await audit_log.start()

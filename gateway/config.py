@@ -44,6 +44,7 @@ class Config:
     port: int = 8080
     data_dir: Path = Path(".memfed")
     state_url: str | None = None
+    state_schema: str | None = None
     default_provider: str = DEFAULT_PROVIDER
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     recall_cap: int = 200
@@ -110,6 +111,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         port=int(server.get("port", 8080)),
         data_dir=Path(server.get("data_dir", ".memfed")),
         state_url=state.get("url"),
+        state_schema=state.get("schema"),
         default_provider=default,
         providers=providers,
         recall_cap=_positive(recall, "cap", 200),

@@ -46,8 +46,10 @@ async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], 
         raise error from None
     except ProviderTimeout:
         raise unavailable(node.provider, "timeout") from None
-    except ProviderRejected:
-        raise ApiError(502, "memory_unavailable", "The memory's provider refused the request.",
+    except ProviderRejected as exc:
+        # What a provider refuses as invalid is, as far as the gateway can tell, the request's doing
+        # (a cursor it did not issue, a value it cannot hold): the caller can correct it.
+        raise ApiError(422, "memory_invalid", f"The memory's provider refused the request: {exc}",
                        detail={"provider": node.provider, "reason": "rejected"}) from None
     except ProviderError as exc:
         raise unavailable(node.provider, exc.reason) from None

@@ -1,0 +1,493 @@
+# ruff: noqa: S608 - statements here are assembled only from this module's own fragments; every value
+# that comes from a caller (ids, words, filter values, instants) is bound as a parameter, never spliced.
+"""The SQLite side of the local provider: schema, encoding of records, FTS5 match expressions, filters.
+
+Pure functions and constants, no I/O: `adapters/local.py` runs what this module builds.
+
+Every version of a record is one row of `versions`; the row that has no `invalidated_at` is the
+current one. A version written by `forget` has `forgets = 1`. `superseded` is never stored: it is
+read off `invalidated_at`, so that a read `as_of` an earlier instant can show a version as it stood
+then (active, not yet closed) from the same row. `versions_fts` holds the words of every version,
+keyed by the version's `seq`, so that a recall `as_of` searches what was current at that instant.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from adapters.base import (
+    Condition,
+    FileRef,
+    Follows,
+    Part,
+    ProviderRejected,
+    Record,
+    RecordStatus,
+    RecordTime,
+    Reference,
+    Signal,
+    Writer,
+)
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS versions (
+    seq            INTEGER PRIMARY KEY,
+    memory_id      TEXT NOT NULL,
+    record_id      TEXT NOT NULL,
+    version        INTEGER NOT NULL,
+    forgets        INTEGER NOT NULL DEFAULT 0,
+    supersedes     INTEGER,
+    type           TEXT NOT NULL,
+    title          TEXT,
+    content        TEXT NOT NULL,
+    attributes     TEXT NOT NULL,
+    refs           TEXT NOT NULL,
+    follows        TEXT,
+    written_by     TEXT NOT NULL,
+    written_at     TEXT NOT NULL,
+    invalidated_at TEXT,
+    valid_from     TEXT,
+    valid_to       TEXT,
+    UNIQUE (record_id, version)
+);
+CREATE INDEX IF NOT EXISTS versions_listing
+    ON versions (memory_id, invalidated_at, written_at, record_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS versions_fts USING fts5(
+    title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+_NAMES = (
+    "memory_id", "record_id", "version", "forgets", "supersedes", "type", "title", "content", "attributes",
+    "refs", "follows", "written_by", "written_at", "invalidated_at", "valid_from", "valid_to",
+)  # fmt: skip
+INSERT = f"INSERT INTO versions ({', '.join(_NAMES)}) VALUES ({', '.join(':' + n for n in _NAMES)})"
+INSERT_WORDS = "INSERT INTO versions_fts (rowid, title, body) VALUES (?, ?, ?)"
+CLOSE = "UPDATE versions SET invalidated_at = :at WHERE record_id = :record AND version = :version"
+CURRENT = (
+    "SELECT v.* FROM versions v"
+    " WHERE v.memory_id = :memory AND v.record_id = :record AND v.invalidated_at IS NULL"
+)
+HISTORY = (
+    "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.record_id = :record ORDER BY v.version"
+)
+ERASABLE = "memory_id = :memory AND record_id IN (SELECT value FROM json_each(:ids))"
+FIND = f"SELECT DISTINCT record_id FROM versions WHERE {ERASABLE}"
+IN_MEMORY = "memory_id = :memory"
+CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
+
+
+class Row(Protocol):
+    """A result row read by column name: `sqlite3.Row`, or the dict a version was written from."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+# bm25 weights for (title, body): a word in the line that names a record says more than one in its body.
+BM25 = "bm25(versions_fts, 2.0, 1.0)"
+
+
+# --------------------------------------------------------------------------- time
+
+
+def utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC: the gateway stamps aware ones, and guessing a local zone
+    would make the same instant sort differently on two machines."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def ts(value: datetime) -> str:
+    """Fixed width, so that SQLite's text comparison orders instants correctly."""
+    return utc(value).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def ts_or_none(value: datetime | None) -> str | None:
+    return None if value is None else ts(value)
+
+
+def from_ts(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def parse_instant(value: Any, what: str) -> str:
+    if isinstance(value, datetime):
+        return ts(value)
+    if isinstance(value, str):
+        try:
+            return ts(datetime.fromisoformat(value))
+        except ValueError as exc:
+            raise ProviderRejected(f"{what}: {value!r} is not an ISO 8601 instant") from exc
+    raise ProviderRejected(f"{what}: expected an instant, got {type(value).__name__}")
+
+
+# --------------------------------------------------------------------------- records <-> rows
+
+
+def to_json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ProviderRejected(f"{what} cannot be stored as JSON: {exc}") from exc
+
+
+def _part_json(part: Part) -> dict[str, Any]:
+    # `extra` stays nested rather than merged, so an extension key named like a core one ("text")
+    # cannot be mistaken for it on the way back.
+    out: dict[str, Any] = {"type": part.type}
+    if part.text is not None:
+        out["text"] = part.text
+    if part.file is not None:
+        f = part.file
+        out["file"] = {"id": f.id, "name": f.name, "media_type": f.media_type, "bytes": f.bytes}
+    if part.role is not None:
+        out["role"] = part.role
+    if part.text_source is not None:
+        out["text_source"] = part.text_source
+    if part.extra:
+        out["extra"] = dict(part.extra)
+    return out
+
+
+def _part(data: Mapping[str, Any]) -> Part:
+    f = data.get("file")
+    return Part(
+        type=data["type"],
+        text=data.get("text"),
+        file=FileRef(f["id"], f["name"], f["media_type"], f["bytes"]) if f is not None else None,
+        role=data.get("role"),
+        text_source=data.get("text_source"),
+        extra=data.get("extra", {}),
+    )
+
+
+def _writer_json(w: Writer) -> dict[str, Any]:
+    return {
+        "kind": w.kind,
+        "id": w.id,
+        "type": w.type,
+        "on_behalf_of": w.on_behalf_of,
+        "consolidation_id": w.consolidation_id,
+    }
+
+
+def columns(record: Record) -> dict[str, Any]:
+    """The row that stores one version."""
+    t = record.time
+    return {
+        "memory_id": record.memory_id,
+        "record_id": record.id,
+        "version": record.version,
+        "forgets": int(record.status == "forgotten"),
+        "supersedes": record.supersedes,
+        "type": record.type,
+        "title": record.title,
+        "content": to_json([_part_json(p) for p in record.content], "content"),
+        "attributes": to_json(dict(record.attributes), "attributes"),
+        "refs": to_json(
+            [{"memory_id": r.memory_id, "record_id": r.record_id, "rel": r.rel} for r in record.references],
+            "references",
+        ),
+        "follows": (
+            to_json({"kind": f.kind, "id": f.id, "name": f.name}, "follows")
+            if (f := record.follows) is not None
+            else None
+        ),
+        "written_by": to_json(_writer_json(record.written_by), "written_by"),
+        "written_at": ts(t.written_at),
+        "invalidated_at": ts_or_none(t.invalidated_at),
+        "valid_from": ts_or_none(t.valid_from),
+        "valid_to": ts_or_none(t.valid_to),
+    }
+
+
+def record(row: Row, as_of: str | None = None) -> Record:
+    """One version as it stood at `as_of` (or now): a version closed after that instant was still
+    open then, so it reads as it did, without the `invalidated_at` it later received."""
+    invalidated = row["invalidated_at"]
+    if as_of is not None and invalidated is not None and invalidated > as_of:
+        invalidated = None
+    # A forget version stays "forgotten" even once a revision follows it, so history keeps the trace.
+    status: RecordStatus = (
+        "forgotten" if row["forgets"] else ("superseded" if invalidated is not None else "active")
+    )
+    follows = json.loads(row["follows"]) if row["follows"] is not None else None
+    written_at = from_ts(row["written_at"])
+    if written_at is None:  # NOT NULL in the schema; a None here means the file was edited by hand
+        raise ValueError(f"version without written_at: {row['record_id']} v{row['version']}")
+    return Record(
+        id=row["record_id"],
+        memory_id=row["memory_id"],
+        type=row["type"],
+        content=tuple(_part(p) for p in json.loads(row["content"])),
+        written_by=Writer(**json.loads(row["written_by"])),
+        time=RecordTime(
+            written_at=written_at,
+            valid_from=from_ts(row["valid_from"]),
+            valid_to=from_ts(row["valid_to"]),
+            invalidated_at=from_ts(invalidated),
+        ),
+        version=row["version"],
+        status=status,
+        supersedes=row["supersedes"],
+        title=row["title"],
+        attributes=json.loads(row["attributes"]),
+        references=tuple(Reference(**r) for r in json.loads(row["refs"])),
+        follows=Follows(**follows) if follows is not None else None,
+    )
+
+
+def searchable(record: Record) -> tuple[str, str]:
+    """(title, body) for the full-text index: every part's words, a file part's included (§4.3)."""
+    return record.title or "", "\n".join(p.text for p in record.content if p.text)
+
+
+# --------------------------------------------------------------------------- full-text expressions
+
+# Letters and digits, the characters FTS5's unicode61 tokenizer keeps in a token. Everything else,
+# FTS5's own syntax included, is a separator and never reaches the MATCH expression.
+_WORD = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does",
+        "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my",
+        "no", "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their", "them",
+        "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where",
+        "which", "who", "whom", "why", "will", "with", "would", "you", "your",
+    }
+)  # fmt: skip
+
+
+def words(text: str) -> list[str]:
+    return list(dict.fromkeys(_WORD.findall(text)))
+
+
+def _quoted(token: str) -> str:
+    # A double-quoted FTS5 string is always a phrase of plain tokens: AND, NEAR, *, ^ and column
+    # filters have no meaning inside one. Doubling quotes is the only escape it needs.
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_all(text: str) -> str | None:
+    """Words: every word of `text` must occur. None when `text` holds no word at all."""
+    tokens = words(text)
+    return " AND ".join(_quoted(t) for t in tokens) if tokens else None
+
+
+def match_meaning(question: str) -> str | None:
+    """Meaning, emulated by words: any non-stopword of the question, ranked by bm25."""
+    tokens = [t for t in words(question) if t.lower() not in STOPWORDS]
+    return " OR ".join(_quoted(t) for t in tokens) if tokens else None
+
+
+# --------------------------------------------------------------------------- scope and filters
+
+
+def scope(as_of: str | None, include: str) -> str:
+    """The versions a read sees: the current one of each record, or the one current at `as_of`."""
+    if include not in ("active", "all"):
+        raise ProviderRejected(f"include must be active or all, not {include!r}")
+    if as_of is None:
+        clause = "v.invalidated_at IS NULL"
+    else:
+        clause = "v.written_at <= :as_of AND (v.invalidated_at IS NULL OR v.invalidated_at > :as_of)"
+    return clause + (" AND v.forgets = 0" if include == "active" else "")
+
+
+TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
+_RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
+    """One filter as SQL over alias `v`, with its parameters named after `name`."""
+    params: dict[str, Any] = {}
+    kind: str
+    if cond.field == "type":
+        column, kind = "v.type", "text"
+    elif cond.field.startswith("time."):
+        field = cond.field.removeprefix("time.")
+        if field not in TIME_FIELDS:
+            raise ProviderRejected(
+                f"cannot filter on {cond.field!r}: time fields are {', '.join(TIME_FIELDS)}"
+            )
+        column, kind = f"v.{field}", "time"
+        if field == "invalidated_at" and as_of_given:
+            # Compare with what the read shows: a version closed after `as_of` was open then.
+            column = "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)"
+    elif cond.field.startswith("attributes."):
+        key = cond.field.removeprefix("attributes.")
+        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
+        if not key or '"' in key:
+            raise ProviderRejected(f"cannot filter on {cond.field!r}")
+        params[f"{name}_path"] = f'$."{key}"'
+        column, kind = f"json_extract(v.attributes, :{name}_path)", "json"
+    else:
+        raise ProviderRejected(f"cannot filter on {cond.field!r}: fields are type, attributes.*, time.*")
+
+    value, op, p = cond.value, cond.op, f":{name}"
+    if op == "in":
+        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            raise ProviderRejected(f"{cond.field} in: expected a list of values")
+        params[name] = to_json([_operand(v, kind, cond.field) for v in value], "filter value")
+        return f"{column} IN (SELECT value FROM json_each({p}))", params
+    if op in ("eq", "ne"):
+        if value is None:
+            return f"{column} IS {'NOT ' if op == 'ne' else ''}NULL", params
+        params[name] = _operand(value, kind, cond.field)
+        # `IS NOT` rather than `!=`: a record without the attribute is not equal to the value.
+        return f"{column} {'=' if op == 'eq' else 'IS NOT'} {p}", params
+    if op in _RANGE_SQL:
+        if value is None or isinstance(value, bool):
+            raise ProviderRejected(f"{cond.field} {op}: expected a number, a string or an instant")
+        params[name] = _operand(value, kind, cond.field)
+        guard = ""
+        if kind == "json":
+            # SQLite orders every number before every string; a range on numbers must not match words.
+            if isinstance(value, int | float):
+                guard = f"typeof({column}) IN ('integer', 'real') AND "
+            else:
+                guard = f"typeof({column}) = 'text' AND "
+        return f"{guard}{column} {_RANGE_SQL[op]} {p}", params
+    raise ProviderRejected(f"unknown filter op {op!r}")
+
+
+def _operand(value: Any, kind: str, field: str) -> Any:
+    if kind == "time":
+        return parse_instant(value, field)
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ProviderRejected(f"{field}: expected a string")
+        return value
+    if value is not None and not isinstance(value, str | int | float):
+        raise ProviderRejected(f"{field}: can compare only strings, numbers and booleans")
+    return value
+
+
+# --------------------------------------------------------------------------- listing cursors
+
+
+def encode_cursor(written_at: str, record_id: str) -> str:
+    raw = json.dumps([written_at, record_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        written_at, record_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ProviderRejected("invalid cursor") from exc
+    if not isinstance(written_at, str) or not isinstance(record_id, str):
+        raise ProviderRejected("invalid cursor")
+    return written_at, record_id
+
+
+# --------------------------------------------------------------------------- recall
+
+
+def recall_statement(
+    memory_ids: Sequence[str],
+    signals: Sequence[Signal],
+    *,
+    query: str | None,
+    text: str | None,
+    filters: Sequence[Condition],
+    types: Sequence[str],
+    as_of: str | None,
+    include: str,
+    depth: int,
+) -> tuple[str, dict[str, Any]] | None:
+    """One statement over every memory asked: each signal's ranked list (at most `depth` long), as
+    rows (version columns, signal, place). None when no signal can match anything (no words)."""
+    params: dict[str, Any] = {"memories": to_json(list(memory_ids), "memory ids"), "depth": depth}
+    where = "v.memory_id IN (SELECT value FROM json_each(:memories)) AND " + scope(as_of, include)
+    if as_of is not None:
+        params["as_of"] = as_of
+    if types:
+        where += " AND v.type IN (SELECT value FROM json_each(:types))"
+        params["types"] = to_json(list(types), "types")
+    ctes = [f"cand AS (SELECT * FROM versions v WHERE {where})"]
+    lists: list[str] = []
+
+    for signal, expression in (("query", query and match_meaning(query)), ("text", text and match_all(text))):
+        if signal not in signals or not expression:
+            continue
+        params[f"{signal}_match"] = expression
+        ctes.append(
+            f"sig_{signal} AS (SELECT seq, '{signal}' AS signal,"
+            " row_number() OVER (ORDER BY score, written_at DESC, record_id DESC) AS place"
+            f" FROM (SELECT c.seq, c.written_at, c.record_id, {BM25} AS score"
+            f" FROM versions_fts JOIN cand c ON c.seq = versions_fts.rowid"
+            f" WHERE versions_fts MATCH :{signal}_match)"
+            " ORDER BY place LIMIT :depth)"
+        )
+        lists.append(f"sig_{signal}")
+
+    if "filters" in signals and filters:
+        clauses = []
+        for i, cond in enumerate(filters):
+            clause, cond_params = condition(cond, f"f{i}", as_of is not None)
+            clauses.append(clause)
+            params.update(cond_params)
+        ctes.append(
+            "sig_filters AS (SELECT seq, 'filters' AS signal,"
+            " row_number() OVER (ORDER BY written_at DESC, record_id DESC) AS place"
+            f" FROM cand v WHERE {' AND '.join(clauses)} ORDER BY place LIMIT :depth)"
+        )
+        lists.append("sig_filters")
+
+    if not lists:
+        return None
+    ranked = " UNION ALL ".join(f"SELECT seq, signal, place FROM {name}" for name in lists)
+    sql = (
+        f"WITH {', '.join(ctes)} SELECT v.*, s.signal, s.place"
+        f" FROM ({ranked}) s JOIN versions v ON v.seq = s.seq"
+    )
+    return sql, params
+
+
+# --------------------------------------------------------------------------- reads and purges
+
+
+def get_statement(as_of: str | None) -> str:
+    return (
+        "SELECT v.* FROM versions v"
+        f" WHERE v.memory_id = :memory AND v.record_id = :record AND {scope(as_of, 'all')}"
+    )
+
+
+def list_statement(as_of: str | None, include: str, *, types: bool, after: bool) -> str:
+    where = f"v.memory_id = :memory AND {scope(as_of, include)}"
+    if types:
+        where += " AND v.type IN (SELECT value FROM json_each(:types))"
+    if after:
+        where += " AND (v.written_at < :after_at OR (v.written_at = :after_at AND v.record_id < :after_id))"
+    return f"SELECT v.* FROM versions v WHERE {where} ORDER BY v.written_at DESC, v.record_id DESC LIMIT :n"
+
+
+COUNT = (
+    "SELECT v.memory_id, count(*) AS n FROM versions v"
+    f" WHERE v.memory_id IN (SELECT value FROM json_each(:memories)) AND {scope(None, 'active')}"
+    " GROUP BY v.memory_id"
+)
+
+
+def purge_statements(where: str) -> tuple[str, ...]:
+    """Delete the versions matching `where` (ERASABLE or IN_MEMORY) with their words, then rewrite the
+    word index: FTS5 deletes by appending tombstones, and the words stay in older index segments until
+    they are merged, so without the rewrite erased words would still be in the file."""
+    return (
+        f"DELETE FROM versions_fts WHERE rowid IN (SELECT seq FROM versions WHERE {where})",
+        f"DELETE FROM versions WHERE {where}",
+        "INSERT INTO versions_fts (versions_fts) VALUES ('optimize')",
+    )

@@ -1,0 +1,23 @@
+"""Fixtures of the adapter suites: `provider` runs a test once per adapter in HARNESSES."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adapters.base import Provider
+from tests.adapters.harnesses import HARNESSES, Stamps
+
+
+@pytest.fixture(params=sorted(HARNESSES))
+async def provider(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Provider]:
+    """A fresh provider per test, in its own scratch directory (and with its own fake vendor)."""
+    async with HARNESSES[request.param](tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def stamps() -> Stamps:
+    return Stamps()
