@@ -6,5 +6,7 @@ import argparse
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Subcommands are added here as they are built (migrate, export, import, audit, explain)."""
-    del commands
+    """The operator's subcommands, each group in its own module."""
+    from gateway import cli_audit
+
+    cli_audit.add_commands(commands)

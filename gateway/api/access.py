@@ -1,0 +1,103 @@
+"""Why: `GET /v1/memories/{id}/access?principal=member:X` — X's privileges here and how they arise.
+
+For an admin, or a caller holding `delete` on the memory (who may change its grants anyway). The
+derivation names each contributing grant, the node it sits on and whether it comes through a group,
+and where a restricted memory cuts inheritance off. Nodes the asking caller cannot see are not named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.models import Strict
+from gateway.errors import invalid
+from gateway.guard import require
+from gateway.state.store import StateStore
+from policies import access
+
+
+class AccessQuery(Strict):
+    principal: str = Field(min_length=3, max_length=200, description="member:<id> or group:<id>")
+
+
+def principals_of(store: StateStore, principal: str) -> frozenset[str] | None:
+    """Every grant principal that speaks for `principal`: a member with its groups, or a group alone."""
+    kind, _, ident = principal.partition(":")
+    if kind == "member" and store.member(ident) is not None:
+        return frozenset((principal, *(f"group:{g}" for g in store.groups_of(ident))))
+    if kind == "group" and store.group(ident) is not None:
+        return frozenset((principal,))
+    if kind.startswith("x.") and ident:
+        return frozenset((principal,))
+    return None
+
+
+def explain_document(store: StateStore, memory_id: str, principal: str, principals: frozenset[str],
+                     viewer: frozenset[str] | None) -> dict[str, Any]:
+    """The derivation as JSON; with `viewer` set, memories that viewer cannot see are left unnamed."""
+    tree = store.tree
+    decision = access.explain(tree, principals, memory_id)
+
+    def shown(node: str | None) -> str | None:
+        if node is None or viewer is None or access.effective(tree, viewer, node):
+            return node
+        return None
+
+    grants = []
+    for contribution in decision.contributions:
+        grant = contribution.grant
+        grants.append({
+            "grant_id": grant.id if shown(grant.memory_id) else None,
+            "memory_id": shown(grant.memory_id),
+            "principal": grant.principal,
+            "via_group": grant.principal.startswith("group:"),
+            "implicit": grant.implicit,
+            "privileges": [p for p in access.PRIVILEGES if p in grant.privileges],
+        })
+    return {
+        "object": "memory.access",
+        "memory_id": memory_id,
+        "principal": principal,
+        "groups": sorted(p for p in principals if p.startswith("group:") and p != principal),
+        "privileges": [p for p in access.PRIVILEGES if p in decision.privileges],
+        "grants": grants,
+        "cutoff_at": shown(decision.cutoff_at) if decision.cutoff_at else None,
+        "inheritance_cut": decision.cutoff_at is not None,
+        "path": [shown(n) for n in decision.path],
+        "reasons": {p: decision.reason(p) if viewer is None else _plain_reason(decision, p)
+                    for p in access.PRIVILEGES},
+    }
+
+
+def _plain_reason(decision: access.Decision, privilege: str) -> str:
+    # The one-line reason names node ids; for a non-admin viewer the structured fields carry what it may see.
+    if decision.allows(privilege):
+        return "allowed"
+    return "refused: no grant that reaches this memory gives it" + (
+        " (inheritance is cut off by a restricted memory)" if decision.cutoff_at else "")
+
+
+async def explain_access(call: Call) -> dict[str, Any]:
+    query: AccessQuery = call.query
+    memory_id = call.path["memory_id"]
+    store = call.services.store
+    if call.principal.is_admin and store.tree.exists(memory_id):
+        call.audit("access.explain", memory_id, "admin", True, "allowed: administrator")
+        viewer = None
+    else:
+        require(call, memory_id, "delete", "access.explain")
+        viewer = call.principal.principals
+    principals = principals_of(store, query.principal)
+    if principals is None:
+        raise invalid(f"No such principal {query.principal!r}.", param="principal")
+    return explain_document(store, memory_id, query.principal, principals, viewer)
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/v1/memories/{memory_id}/access", explain_access,
+             "Why: a principal's effective privileges on this memory and their derivation.", "access.explain",
+             query=AccessQuery, tags=("grants",)),
+]

@@ -1,0 +1,75 @@
+"""`memfed explain` and `memfed audit verify|export`: the security team's questions, from the command line.
+
+They read the state store and the decision log directly; no running gateway is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from gateway.config import Config
+
+
+def _config(args: argparse.Namespace) -> Config:
+    from gateway.cli import _config as load_config
+
+    return load_config(args)
+
+
+def explain(args: argparse.Namespace) -> int:
+    from gateway.api.access import explain_document, principals_of
+    from gateway.state.store import StateStore
+
+    async def run() -> int:
+        config = _config(args)
+        store = await StateStore.open(config.database_url(), search_path=config.state_schema)
+        try:
+            if not store.tree.exists(args.memory):
+                print(f"memfed: no memory {args.memory}", file=sys.stderr)
+                return 1
+            principals = principals_of(store, args.principal)
+            if principals is None:
+                print(f"memfed: no principal {args.principal}", file=sys.stderr)
+                return 1
+            document = explain_document(store, args.memory, args.principal, principals, None)
+        finally:
+            await store.close()
+        if args.json:
+            print(json.dumps(document, indent=2))
+        else:
+            print(render_explanation(document))
+        return 0
+
+    return asyncio.run(run())
+
+
+def render_explanation(document: dict[str, Any]) -> str:
+    lines = [f"{document['principal']} on {document['memory_id']}: "
+             f"{', '.join(document['privileges']) or 'no privileges (the memory reads as missing)'}"]
+    if document["groups"]:
+        lines.append(f"  groups: {', '.join(document['groups'])}")
+    for grant in document["grants"]:
+        origin = "creator's implicit grant" if grant["implicit"] else f"grant {grant['grant_id']}"
+        via = f" through {grant['principal']}" if grant["via_group"] else ""
+        lines.append(f"  + {', '.join(grant['privileges'])} from {origin} on {grant['memory_id']}{via}")
+    if document["cutoff_at"]:
+        lines.append(f"  | inheritance stops at restricted memory {document['cutoff_at']}")
+    lines.append("  path walked: " + " <- ".join(str(n) for n in document["path"]))
+    for privilege, reason in document["reasons"].items():
+        lines.append(f"  {privilege}: {reason}")
+    return "\n".join(lines)
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from gateway.cli import common
+
+    parser = commands.add_parser("explain", help="why a principal may (or may not) act on a memory")
+    common(parser)
+    parser.add_argument("memory", help="memory id")
+    parser.add_argument("principal", help="member:<id> or group:<id>")
+    parser.add_argument("--json", action="store_true", help="print the derivation as JSON")
+    parser.set_defaults(func=explain)
