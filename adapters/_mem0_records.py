@@ -1,0 +1,349 @@
+"""How one memfed record lives inside one mem0 memory.
+
+mem0 keeps a text (`memory`), the entity it belongs to (`user_id`) and a free `metadata` object. The text
+is what mem0 embeds and searches, so it is a rendering of the record's words; everything the protocol
+says of a record, and every earlier version of it, travels in `metadata["memfed"]`:
+
+    {"schema": 1, "memory_id": "hmem_…", "text": <the text memfed sent>,
+     "current": <version>, "past": [<version>, …]}      # past: oldest first
+
+A version carries type, title, content (the full part list), attributes, references, version, supersedes,
+status, written_by, time and follows, so a record read back is equal to the one written and `history`
+rebuilds every version exactly. mem0's own history rows carry the text alone, which is why versions are
+kept here rather than rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from adapters.base import (
+    FileRef,
+    Follows,
+    Part,
+    Record,
+    RecordStatus,
+    RecordTime,
+    Reference,
+    Writer,
+)
+
+NAMESPACE = "memfed"
+SCHEMA = 1
+# Who wrote a record memfed finds in the entity but did not write (mem0 derived it, or another client
+# of the same mem0 project wrote it under this entity).
+VENDOR_WRITER = Writer(kind="provider", id="mem0")
+_STATUSES: tuple[RecordStatus, ...] = ("active", "superseded", "forgotten")
+
+
+class BadMetadata(ValueError):
+    """memfed's namespace is present but not in a shape this code wrote."""
+
+
+class Unstorable(ValueError):
+    """A record holding a value JSON cannot carry (a NaN, an object in its attributes)."""
+
+
+class OtherMemory(Exception):
+    """The memory is filed under this memory's entity, but memfed wrote it for another memory."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A record as decoded from one mem0 memory: its current version and the ones before it."""
+
+    current: Record
+    past: tuple[Record, ...]
+
+
+def render_text(record: Record) -> str:
+    """The words mem0 embeds: the title, then each part's words, in order; never empty.
+
+    A file part without words is named by its file name so a search for it still has something to match.
+    A first text part that repeats the title is not repeated, because a fact is often stated as both.
+    """
+    title = (record.title or "").strip()
+    pieces = [title] if title else []
+    for part in record.content:
+        words = (part.text or "").strip()
+        if not words and part.file is not None:
+            words = part.file.name.strip()
+        if words and words != title:
+            pieces.append(words)
+    text = "\n\n".join(pieces)
+    # mem0 refuses or skips an empty message, and a record may be an extension part with no words at all.
+    return text or f"({record.type})"
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _dt(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _part_json(part: Part) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": part.type}
+    if part.text is not None:
+        out["text"] = part.text
+    if part.file is not None:
+        out["file"] = {
+            "id": part.file.id,
+            "name": part.file.name,
+            "media_type": part.file.media_type,
+            "bytes": part.file.bytes,
+        }
+    if part.role is not None:
+        out["role"] = part.role
+    if part.text_source is not None:
+        out["text_source"] = part.text_source
+    if part.extra:
+        out["extra"] = dict(part.extra)
+    return out
+
+
+def _writer_json(writer: Writer) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": writer.kind, "id": writer.id}
+    for key in ("type", "on_behalf_of", "consolidation_id"):
+        value = getattr(writer, key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def version_json(record: Record) -> dict[str, Any]:
+    """One version, without the ids that are the same for every version of the record."""
+    return {
+        "type": record.type,
+        "title": record.title,
+        "content": [_part_json(p) for p in record.content],
+        "attributes": dict(record.attributes),
+        "references": [
+            {"memory_id": r.memory_id, "record_id": r.record_id, "rel": r.rel} for r in record.references
+        ],
+        "version": record.version,
+        "supersedes": record.supersedes,
+        "status": record.status,
+        "written_by": _writer_json(record.written_by),
+        "time": {
+            "written_at": _dt(record.time.written_at),
+            "valid_from": _dt(record.time.valid_from),
+            "valid_to": _dt(record.time.valid_to),
+            "invalidated_at": _dt(record.time.invalidated_at),
+        },
+        "follows": (
+            {"kind": record.follows.kind, "id": record.follows.id, "name": record.follows.name}
+            if record.follows
+            else None
+        ),
+    }
+
+
+def encode(current: Record, past: Sequence[Record] = ()) -> tuple[str, dict[str, Any]]:
+    """The text and the metadata object to send to mem0 for this record and its earlier versions."""
+    text = render_text(current)
+    meta: dict[str, Any] = {
+        "schema": SCHEMA,
+        "memory_id": current.memory_id,
+        "text": text,
+        "current": version_json(current),
+        "past": [version_json(v) for v in past],
+    }
+    try:
+        # The client would send a NaN as bare `NaN` (not JSON) and fail outright on an object: refuse
+        # both here, as a request error, before anything reaches mem0.
+        json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise Unstorable(str(exc)) from exc
+    return text, {NAMESPACE: meta}
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _opt_dt(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadMetadata("a time is not a string")
+    return datetime.fromisoformat(value)
+
+
+def parse_vendor_time(value: Any) -> datetime | None:
+    """mem0's own timestamps (`created_at`, `updated_at`), ISO 8601 with `Z` or an offset."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _part(raw: Any) -> Part:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+        raise BadMetadata("a content part has no type")
+    file_raw = raw.get("file")
+    file = None
+    if file_raw is not None:
+        file = FileRef(
+            id=str(file_raw["id"]),
+            name=str(file_raw["name"]),
+            media_type=str(file_raw["media_type"]),
+            bytes=int(file_raw["bytes"]),
+        )
+    return Part(
+        type=raw["type"],
+        text=raw.get("text"),
+        file=file,
+        role=raw.get("role"),
+        text_source=raw.get("text_source"),
+        extra=dict(raw.get("extra") or {}),
+    )
+
+
+def _writer(raw: Any) -> Writer:
+    if not isinstance(raw, Mapping):
+        raise BadMetadata("written_by is not an object")
+    return Writer(
+        kind=str(raw["kind"]),
+        id=str(raw["id"]),
+        type=raw.get("type"),
+        on_behalf_of=raw.get("on_behalf_of"),
+        consolidation_id=raw.get("consolidation_id"),
+    )
+
+
+def version_record(raw: Any, *, record_id: str, memory_id: str) -> Record:
+    if not isinstance(raw, Mapping):
+        raise BadMetadata("a version is not an object")
+    try:
+        time_raw = raw["time"]
+        written_at = _opt_dt(time_raw["written_at"])
+        if written_at is None:
+            raise BadMetadata("a version has no written_at")
+        status = raw.get("status", "active")
+        if status not in _STATUSES:
+            raise BadMetadata(f"unknown status {status!r}")
+        follows_raw = raw.get("follows")
+        return Record(
+            id=record_id,
+            memory_id=memory_id,
+            type=str(raw["type"]),
+            title=raw.get("title"),
+            content=tuple(_part(p) for p in raw.get("content") or ()),
+            attributes=dict(raw.get("attributes") or {}),
+            references=tuple(
+                Reference(memory_id=str(r["memory_id"]), record_id=str(r["record_id"]), rel=r.get("rel"))
+                for r in raw.get("references") or ()
+            ),
+            version=int(raw["version"]),
+            supersedes=None if raw.get("supersedes") is None else int(raw["supersedes"]),
+            status=cast(RecordStatus, status),
+            written_by=_writer(raw["written_by"]),
+            time=RecordTime(
+                written_at=written_at,
+                valid_from=_opt_dt(time_raw.get("valid_from")),
+                valid_to=_opt_dt(time_raw.get("valid_to")),
+                invalidated_at=_opt_dt(time_raw.get("invalidated_at")),
+            ),
+            follows=(
+                Follows(str(follows_raw["kind"]), str(follows_raw["id"]), str(follows_raw["name"]))
+                if follows_raw
+                else None
+            ),
+        )
+    except BadMetadata:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadMetadata(str(exc)) from exc
+
+
+def namespace_of(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    metadata = item.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    meta = metadata.get(NAMESPACE)
+    return meta if isinstance(meta, Mapping) else None
+
+
+def decode(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Stored:
+    """A mem0 memory object as a record of `memory_id`. The caller has checked the entity already."""
+    text = item.get("memory")
+    if not isinstance(text, str):
+        raise BadMetadata("the memory has no text")
+    meta = namespace_of(item)
+    if meta is None:
+        return foreign(item, record_id=record_id, memory_id=memory_id)
+    if meta.get("memory_id") != memory_id:
+        raise OtherMemory
+    if meta.get("schema") != SCHEMA:
+        raise BadMetadata(f"unknown memfed schema {meta.get('schema')!r}")
+    current = version_record(meta.get("current"), record_id=record_id, memory_id=memory_id)
+    past = tuple(version_record(v, record_id=record_id, memory_id=memory_id) for v in meta.get("past") or ())
+    if text.strip() != str(meta.get("text", "")).strip():
+        # Someone changed the text at mem0 itself (its dashboard, another client). Showing memfed's copy
+        # would hide that change; showing the vendor's text as a version of its own keeps it visible and
+        # keeps the chain: what memfed last wrote becomes the superseded version before it.
+        changed_at = _not_before(parse_vendor_time(item.get("updated_at")), current.time.written_at)
+        closed_version = closed(current, at=changed_at)
+        drifted = Record(
+            id=record_id,
+            memory_id=memory_id,
+            type=current.type,
+            title=None,
+            content=(Part(type="text", text=text),),
+            attributes=current.attributes,
+            references=current.references,
+            version=current.version + 1,
+            supersedes=current.version,
+            status="forgotten" if current.status == "forgotten" else "active",
+            written_by=VENDOR_WRITER,
+            time=RecordTime(
+                written_at=changed_at,
+                valid_from=current.time.valid_from,
+                valid_to=current.time.valid_to,
+            ),
+        )
+        return Stored(current=drifted, past=(*past, closed_version))
+    return Stored(current=current, past=past)
+
+
+def foreign(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Stored:
+    """A memory memfed did not write (mem0 derived it, or another client wrote it under this entity)."""
+    text = item.get("memory")
+    if not isinstance(text, str):
+        raise BadMetadata("the memory has no text")
+    written_at = parse_vendor_time(item.get("updated_at")) or parse_vendor_time(item.get("created_at"))
+    if written_at is None:
+        raise BadMetadata("the memory has no readable time")
+    record = Record(
+        id=record_id,
+        memory_id=memory_id,
+        type="fact",
+        content=(Part(type="text", text=text),),
+        written_by=VENDOR_WRITER,
+        time=RecordTime(written_at=written_at),
+    )
+    return Stored(current=record, past=())
+
+
+def _not_before(at: datetime | None, previous: datetime) -> datetime:
+    """`at`, unless it is missing or earlier than `previous` (mem0's clock is not the gateway's)."""
+    if at is None:
+        return previous
+
+    def utc(value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+    return at if utc(at) >= utc(previous) else previous
+
+
+def closed(record: Record, *, at: datetime) -> Record:
+    """The same version, closed at `at` by the one that follows it. A forget version stays
+    `forgotten`, so history keeps the trace of the forget after a revision brings the record back."""
+    status: RecordStatus = "forgotten" if record.status == "forgotten" else "superseded"
+    return replace(record, status=status, time=replace(record.time, invalidated_at=at))

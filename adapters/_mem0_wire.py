@@ -1,0 +1,328 @@
+"""mem0's two HTTP dialects, and the one place a mem0 answer becomes a value or a ProviderError.
+
+The hosted Platform (`Authorization: Token`, `/v1` and `/v3` paths ending in a slash) and the self-hosted
+OSS REST server (`X-API-Key`, bare paths that do not match with a trailing slash) do the same things with
+different paths, auth and bodies. Each dialect below says only how; `Mem0Provider` says what, once.
+Wire facts: shared/vendors/mem0.md.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from adapters.base import ProviderRateLimited, ProviderRejected, ProviderTimeout, ProviderUnavailable
+
+log = logging.getLogger("memfed.adapters.mem0")
+
+# Both variants cap one search at 1000 results (Platform: `top_k` maximum; OSS: no cap, the same bound
+# keeps one answer a sane size). The OSS server caps one listing at 1000 (`top_k` le=1000 in
+# server/main.py) and has no offset, so a listing that comes back full cannot be proven complete.
+SEARCH_CAP = 1000
+OSS_LIST_CAP = 1000
+PLATFORM_PAGE_SIZE = 200  # the v3 list's maximum page_size
+PLATFORM_MAX_PAGES = 10_000  # a guard against a `next` link that never ends
+
+
+class Secret:
+    """The vendor key. Its repr and str never show it, so neither can a log line or a traceback."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+# What `send` returns for a 404 when the caller expects that a record may be gone (distinct from an
+# empty body, which is a success).
+ABSENT: Any = _Absent()
+
+
+class ListTooLong(Exception):
+    """The OSS server returned as many memories as it can list: more may exist and cannot be reached."""
+
+
+def _results(body: Any) -> list[Mapping[str, Any]]:
+    """The `results` array of a search, list or add answer (a bare array is accepted too)."""
+    items = body.get("results") if isinstance(body, Mapping) else body
+    if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
+        raise ValueError("no results array")
+    return items
+
+
+def _one_message(text: str) -> list[dict[str, str]]:
+    # Always the `user` role: with infer false the OSS server skips `system` messages, and a part's own
+    # role is kept in memfed's metadata, not in mem0's.
+    return [{"role": "user", "content": text}]
+
+
+class Dialect:
+    """How one mem0 variant spells each operation. Subclasses fill in paths, auth and body shapes."""
+
+    name = ""
+    searches_many_memories = False
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        raise NotImplementedError
+
+    def add(self, entity: str, text: str, metadata: Mapping[str, Any]) -> Call:
+        raise NotImplementedError
+
+    def get(self, vendor_id: str) -> Call:
+        raise NotImplementedError
+
+    def update(self, vendor_id: str, text: str, metadata: Mapping[str, Any]) -> Call:
+        raise NotImplementedError
+
+    def delete(self, vendor_id: str) -> Call:
+        raise NotImplementedError
+
+    def history(self, vendor_id: str) -> Call:
+        raise NotImplementedError
+
+    def delete_all(self, entity: str) -> Call:
+        raise NotImplementedError
+
+    def search(self, entities: Sequence[str], query: str, top_k: int) -> Call:
+        raise NotImplementedError
+
+    def list_page(self, entity: str, page: int) -> Call:
+        raise NotImplementedError
+
+    def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
+        """The memories of one listing answer, and whether another page follows."""
+        raise NotImplementedError
+
+    def added_id(self, body: Any) -> str:
+        """The id mem0 gave the one memory an add stored."""
+        items = _results(body)
+        if len(items) != 1 or not isinstance(items[0].get("id"), str):
+            raise ValueError(f"an add stored {len(items)} memories, expected one")
+        return str(items[0]["id"])
+
+    def search_items(self, body: Any) -> list[Mapping[str, Any]]:
+        return _results(body)
+
+
+class PlatformDialect(Dialect):
+    name = "platform"
+    # v3 search takes an OR of entity ids inside `filters`, so one call answers many memories.
+    searches_many_memories = True
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        return {"Authorization": f"Token {key.reveal()}"}
+
+    def add(self, entity: str, text: str, metadata: Mapping[str, Any]) -> Call:
+        body = {"messages": _one_message(text), "user_id": entity, "metadata": dict(metadata), "infer": False}
+        return Call("POST", "/v3/memories/add/", json=body)
+
+    def added_id(self, body: Any) -> str:
+        if isinstance(body, Mapping) and "results" not in body and body.get("status") == "PENDING":
+            # Only an inferred add is queued; a stated one answers with its memory. If the Platform ever
+            # queues it, the record exists without an id memfed can name: say so rather than guess.
+            raise ValueError("the Platform queued a stated write instead of storing it")
+        return super().added_id(body)
+
+    def get(self, vendor_id: str) -> Call:
+        return Call("GET", f"/v1/memories/{vendor_id}/")
+
+    def update(self, vendor_id: str, text: str, metadata: Mapping[str, Any]) -> Call:
+        return Call("PUT", f"/v1/memories/{vendor_id}/", json={"text": text, "metadata": dict(metadata)})
+
+    def delete(self, vendor_id: str) -> Call:
+        return Call("DELETE", f"/v1/memories/{vendor_id}/")
+
+    def history(self, vendor_id: str) -> Call:
+        return Call("GET", f"/v1/memories/{vendor_id}/history/")
+
+    def delete_all(self, entity: str) -> Call:
+        return Call("DELETE", "/v1/memories/", params={"user_id": entity})
+
+    def search(self, entities: Sequence[str], query: str, top_k: int) -> Call:
+        filters: dict[str, Any] = (
+            {"user_id": entities[0]} if len(entities) == 1 else {"OR": [{"user_id": e} for e in entities]}
+        )
+        # threshold 0: the gateway ranks across providers itself and must see the weak matches too.
+        body = {"query": query, "filters": filters, "top_k": top_k, "threshold": 0}
+        return Call("POST", "/v3/memories/search/", json=body)
+
+    def list_page(self, entity: str, page: int) -> Call:
+        return Call(
+            "POST",
+            "/v3/memories/",
+            params={"page": page, "page_size": PLATFORM_PAGE_SIZE},
+            json={"filters": {"user_id": entity}},
+        )
+
+    def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
+        if not isinstance(body, Mapping):
+            raise ValueError("a listing is not an object")
+        return _results(body), body.get("next") is not None
+
+
+class OssDialect(Dialect):
+    name = "oss"
+    # The OSS library refuses an OR of two user_ids, so each memory is searched by its own call.
+    searches_many_memories = False
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        # A server run with AUTH_DISABLED takes no key; a missing key is then not an error.
+        return {"X-API-Key": key.reveal()} if key else {}
+
+    def add(self, entity: str, text: str, metadata: Mapping[str, Any]) -> Call:
+        body = {"messages": _one_message(text), "user_id": entity, "metadata": dict(metadata), "infer": False}
+        return Call("POST", "/memories", json=body)
+
+    def get(self, vendor_id: str) -> Call:
+        return Call("GET", f"/memories/{vendor_id}")
+
+    def update(self, vendor_id: str, text: str, metadata: Mapping[str, Any]) -> Call:
+        return Call("PUT", f"/memories/{vendor_id}", json={"text": text, "metadata": dict(metadata)})
+
+    def delete(self, vendor_id: str) -> Call:
+        return Call("DELETE", f"/memories/{vendor_id}")
+
+    def history(self, vendor_id: str) -> Call:
+        return Call("GET", f"/memories/{vendor_id}/history")
+
+    def delete_all(self, entity: str) -> Call:
+        return Call("DELETE", "/memories", params={"user_id": entity})
+
+    def search(self, entities: Sequence[str], query: str, top_k: int) -> Call:
+        if len(entities) != 1:
+            raise ValueError("the OSS server searches one entity per call")
+        body = {"query": query, "filters": {"user_id": entities[0]}, "top_k": top_k, "threshold": 0}
+        return Call("POST", "/search", json=body)
+
+    def list_page(self, entity: str, page: int) -> Call:
+        # The server's default top_k is 20 and truncates silently: always ask for its maximum.
+        return Call("GET", "/memories", params={"user_id": entity, "top_k": OSS_LIST_CAP})
+
+    def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
+        items = _results(body)
+        if len(items) >= OSS_LIST_CAP:
+            raise ListTooLong
+        return items, False
+
+
+DIALECTS: dict[str, Dialect] = {"platform": PlatformDialect(), "oss": OssDialect()}
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds: either a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class Wire:
+    """Sends one dialect's calls through the injected client and maps every failure at this boundary."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, *, base_url: str, key: Secret, dialect: Dialect, timeout: float
+    ) -> None:
+        self._client = client
+        self._base = base_url.rstrip("/")
+        self._key = key
+        self.dialect = dialect
+        self._timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"<mem0 wire {self.dialect.name} {self._base}>"
+
+    def _scrub(self, text: str) -> str:
+        secret = self._key.reveal()
+        return text.replace(secret, "[redacted]") if secret else text
+
+    async def send(self, call: Call, *, absent_ok: bool = False) -> Any:
+        """The decoded JSON answer (None for an empty body); `ABSENT` for a 404 when `absent_ok`."""
+        what = f"{call.method} {call.path}"
+        started = time.perf_counter()
+        try:
+            response = await self._client.request(
+                call.method,
+                self._base + call.path,
+                params=call.params,
+                json=call.json,
+                headers=self.dialect.auth_headers(self._key),
+                timeout=self._timeout,
+                # httpx drops `Authorization` on a redirect to another host but not `X-API-Key`: the key
+                # never follows a redirect anywhere, and a redirect is an answer mem0 should not give.
+                follow_redirects=False,
+            )
+        except httpx.TimeoutException as exc:
+            log.warning("mem0 %s timed out after %.1fs", what, self._timeout)
+            raise ProviderTimeout(f"mem0 did not answer {what} within {self._timeout}s") from exc
+        except httpx.HTTPError as exc:
+            log.warning("mem0 %s failed: %s", what, type(exc).__name__)
+            raise ProviderUnavailable(
+                f"mem0 could not be reached for {what}: {type(exc).__name__}: {self._scrub(str(exc))}"
+            ) from exc
+        status = response.status_code
+        log.debug("mem0 %s -> %d in %.0f ms", what, status, (time.perf_counter() - started) * 1000)
+        if status == 404 and absent_ok:
+            return ABSENT
+        if status == 429:
+            retry = _retry_after(response.headers.get("retry-after"))
+            raise ProviderRateLimited(f"mem0 is rate limiting {what}", retry_after=retry)
+        if status in (401, 403):
+            raise ProviderRejected(f"mem0 refused memfed's credential for {what} ({status})")
+        if 400 <= status < 500:
+            raise ProviderRejected(f"mem0 refused {what} ({status}): {self._detail(response)}")
+        if not 200 <= status < 300:
+            raise ProviderUnavailable(f"mem0 failed {what} ({status}): {self._detail(response)}")
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ProviderUnavailable(f"mem0 answered {what} with something that is not JSON") from exc
+
+    def _detail(self, response: httpx.Response) -> str:
+        try:
+            text = response.text
+        except (UnicodeDecodeError, httpx.HTTPError):  # a body we cannot even decode says nothing useful
+            return "unreadable body"
+        return self._scrub(" ".join(text.split())[:200])
