@@ -171,7 +171,7 @@ def walk_down(
 ) -> Iterator[tuple[str, int, frozenset[str]]]:
     """Every memory of the subtree, breadth first, with its distance from root and its privileges.
 
-    Each child's privileges are derived from its parent's in one step (parent's ∪ its own grants, or
+    Each child's privileges are derived from its parent's in one step (parent's plus its own grants, or
     only its own behind a cutoff), so a subtree of n memories costs O(n), not O(n · depth).
     """
     start = effective(tree, principals, root_id)
@@ -214,12 +214,13 @@ def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
     """Where the caller enters the tree: every memory it holds a privilege on whose parent it cannot see.
 
     Only a node holding a grant of the caller's own can be one: a privilege inherited from above
-    would make the parent visible too (a cutoff in between would have stopped that grant).
+    would make the parent visible too (a cutoff in between would have stopped that grant). A grant
+    that gives no privilege opens nothing, so it makes no entry point either.
     """
     candidates: dict[str, None] = {}
     for principal in sorted(principals):
         for grant in tree.grants_to(principal):
-            if tree.exists(grant.memory_id):
+            if grant.privileges and tree.exists(grant.memory_id):
                 candidates.setdefault(grant.memory_id)
     entries = []
     for memory_id in candidates:

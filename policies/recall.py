@@ -6,6 +6,7 @@ Pure. `plan` applies the four rules of §6.1 (down never up, each descendant jud
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -59,16 +60,24 @@ def plan(
 def fuse(ranked_lists: Sequence[Sequence[Key]], k: int = RRF_K) -> list[tuple[Key, float]]:
     """Reciprocal rank fusion: score(d) = sum over lists of 1 / (k + rank), rank from 1.
 
-    The score is divided by the best a key could get (first in every list), so it lies in [0, 1]
-    and means the same whatever the number of lists. Ties are broken by the key itself (its repr for
-    mixed keys) so the same inputs always give the same order.
+    The score is divided by the best a key could get given how the lists overlap: first in as many
+    lists as any key appears in. Lists from different providers never share a record, so there the
+    best is first in one list; a key first in every list of overlapping rankings scores 1.0. The
+    score lies in [0, 1]. Ties are broken by the key itself (its repr for mixed keys) so the same
+    inputs always give the same order.
     """
     if not ranked_lists:
         return []
-    totals: dict[Key, float] = {}
+    terms: dict[Key, list[float]] = {}
     for ranking in ranked_lists:
         for rank, key in enumerate(ranking, start=1):
-            totals[key] = totals.get(key, 0.0) + 1.0 / (k + rank)
-    best = len(ranked_lists) / (k + 1)
+            terms.setdefault(key, []).append(1.0 / (k + rank))
+    # math.fsum rounds the exact sum once, so a total does not depend on the order the lists arrived
+    # in (keys with the same ranks tie exactly, and the tie goes to the key), and first in every list
+    # adds up to exactly `best`, the same sum taken the same way.
+    totals = {key: math.fsum(parts) for key, parts in terms.items()}
+    if not totals:
+        return []
+    best = math.fsum([1.0 / (k + 1)] * max(len(parts) for parts in terms.values()))
     ordered = sorted(totals.items(), key=lambda item: (-item[1], repr(item[0])))
     return [(key, min(1.0, score / best)) for key, score in ordered]
