@@ -54,6 +54,7 @@ class Config:
     audit_enabled: bool = True
     oidc: Mapping[str, Any] | None = None
     idempotency_hours: int = 24
+    telemetry_exporter: str = "none"
 
     def database_url(self) -> str:
         """SQLAlchemy async URL of the state store; `postgresql://` is given the asyncpg driver."""
@@ -75,7 +76,9 @@ def _replace(config: Config, values: Mapping[str, Any]) -> Config:
     return replace(config, **values)
 
 
-_TOP_KEYS = {"server", "state", "recall", "files", "providers", "default", "auth", "audit", "idempotency"}
+_TOP_KEYS = {
+    "server", "state", "recall", "files", "providers", "default", "auth", "audit", "idempotency", "telemetry",
+}
 
 
 def load(path: Path | None) -> Config:
@@ -121,6 +124,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         audit_enabled=bool(audit.get("enabled", True)),
         oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
+        telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),
     )
 
 
@@ -157,6 +161,13 @@ def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"[{key}] must be a table")
     return value
+
+
+def _choice(table: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+    value = table.get(key, default)
+    if value not in allowed:
+        raise ConfigError(f"{key} must be one of {', '.join(allowed)}")
+    return str(value)
 
 
 def _positive(table: Mapping[str, Any], key: str, default: int) -> int:

@@ -26,6 +26,7 @@ from adapters.base import (
     ProviderUnavailable,
 )
 from gateway.config import Config, ConfigError, ProviderConfig
+from gateway.telemetry import tracer
 
 log = logging.getLogger("memfed.providers")
 T = TypeVar("T")
@@ -94,6 +95,19 @@ class ProviderHandle:
     async def call(
         self, fn: Callable[[Provider], Awaitable[T]], *, read: bool, seconds: float | None = None
     ) -> T:
+        with tracer.start_as_current_span(f"provider {self.name}") as span:
+            span.set_attribute("memfed.provider", self.name)
+            span.set_attribute("memfed.adapter", self.config.adapter)
+            span.set_attribute("memfed.read", read)
+            try:
+                result = await self._call(fn, read=read, seconds=seconds)
+            except ProviderError as exc:
+                span.set_attribute("memfed.outcome", exc.reason)
+                raise
+            span.set_attribute("memfed.outcome", "ok")
+            return result
+
+    async def _call(self, fn: Callable[[Provider], Awaitable[T]], *, read: bool, seconds: float | None) -> T:
         attempts = 2 if read else 1
         for attempt in range(attempts):
             if not self.breaker.admit():

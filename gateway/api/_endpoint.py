@@ -21,6 +21,7 @@ from starlette.routing import Route
 from gateway.auth import Principal, authenticate
 from gateway.errors import ApiError
 from gateway.ids import new_id
+from gateway.telemetry import annotate
 
 log = logging.getLogger("memfed.api")
 
@@ -66,7 +67,10 @@ def route(endpoint: Endpoint, services: Any) -> Route:
     async def run(request: Request) -> Response:
         request_id = _request_id(request)
         try:
+            annotate(request_id=request_id, operation=endpoint.operation)
             principal = await authenticate(request, services) if not endpoint.public else None
+            if principal is not None:
+                annotate(member=principal.member_id)
             query = _parse_query(endpoint, request)
             body = await _parse_body(endpoint, request)
             call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]

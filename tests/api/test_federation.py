@@ -201,3 +201,28 @@ async def test_vendor_keys_never_reach_a_response_or_a_log(federated: tuple[Gate
         assert all(secret not in text for text in texts)
         assert secret not in logged
     assert vendors.cloud.requests[0].headers["authorization"] == f"Token {PLATFORM_KEY}"
+
+
+async def test_traces_name_providers_and_outcomes_but_never_a_key(federated: tuple[Gateway, Vendors]) -> None:
+    """Each request and each provider call is a span; no span attribute or name carries a vendor key or a
+    member's API key."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from gateway.telemetry import configure
+
+    exporter = InMemorySpanExporter()
+    configure("none", exporter)
+    gw, vendors = federated
+    made = await _branches(gw, vendors)
+    vendors.cloud.fail("500", times=2)
+    await gw.admin.post(f"/v1/memories/{made['root']['id']}/recall", json={"query": "renewal"})
+    spans = exporter.get_finished_spans()
+    provider_spans = [s for s in spans if s.name.startswith("provider ")]
+    outcomes = {((s.attributes or {}).get("memfed.provider"), (s.attributes or {}).get("memfed.outcome"))
+                for s in provider_spans}
+    assert ("cloud", "unavailable") in outcomes
+    assert ("local", "ok") in outcomes
+    assert any(s.name.startswith("POST /v1/memories/") for s in spans)
+    dumped = "\n".join(s.to_json() for s in spans)
+    for secret in (PLATFORM_KEY, OSS_KEY, gw.admin_key):
+        assert secret not in dumped
