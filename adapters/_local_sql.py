@@ -60,6 +60,9 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 CREATE INDEX IF NOT EXISTS versions_listing
     ON versions (memory_id, invalidated_at, written_at, record_id);
+-- Counting a memory's live records reads only this index (the counts on every memory and recall).
+CREATE INDEX IF NOT EXISTS versions_live
+    ON versions (memory_id, invalidated_at, forgets);
 CREATE VIRTUAL TABLE IF NOT EXISTS versions_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );

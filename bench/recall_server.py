@@ -22,13 +22,19 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.base import NewRecord, Part, Writer  # noqa: E402
-from gateway.app import bootstrap_admin, open_services  # noqa: E402
-from gateway.config import from_mapping  # noqa: E402
-from tests.e2e._process import ServeProcess  # noqa: E402
+from adapters.base import NewRecord, Part, Writer
+from gateway.app import bootstrap_admin, open_services
+from gateway.config import from_mapping
+from tests.e2e._process import ServeProcess
 
-WORDS = ("renewal discount invoice pricing contract meeting travel policy salary onboarding laptop "
-         "security audit roadmap launch budget hiring vendor support escalation refund shipping").split()
+# A vocabulary of 5,000 words drawn with Zipf's law (the k-th most common word is k times rarer than the
+# first), as words are in real text: a few words are in a large share of records, most are rare.
+VOCABULARY = [f"word{i}" for i in range(5000)]
+WEIGHTS = [1.0 / (i + 1) for i in range(5000)]
+
+
+def words(rng: random.Random, k: int) -> list[str]:
+    return rng.choices(VOCABULARY, WEIGHTS, k=k)
 ADMIN_KEY = "mf_bench_admin_key_0123456789abcdef"
 
 
@@ -51,7 +57,7 @@ async def seed(data_dir: Path, records: int, memories: int, seed_value: int) -> 
     started = time.perf_counter()
     for i in range(records):
         memory = children[i % memories]
-        text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" item{i}"
+        text = " ".join(words(rng, 12)) + f" item{i}"
         await provider.remember(memory.id, NewRecord("fact", (Part("text", text=text),), writer,
                                                      datetime.now(UTC), attributes={"n": i % 10}))
     print(f"seeded {records} records in {memories} memories in {time.perf_counter() - started:.1f} s")
@@ -80,15 +86,16 @@ def main() -> None:
             client = httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {ADMIN_KEY}"},
                                   timeout=30.0)
             for _ in range(20):  # warm-up
-                client.post(f"/v1/memories/{root_id}/recall", json={"text": rng.choice(WORDS)})
+                client.post(f"/v1/memories/{root_id}/recall", json={"text": words(rng, 1)[0]})
             timings: dict[str, list[float]] = {"text": [], "query": [], "filters": []}
             for i in range(args.requests):
                 kind = ("text", "query", "filters")[i % 3]
                 body: dict[str, object] = {"limit": 10}
                 if kind == "text":
-                    body["text"] = " ".join(rng.sample(WORDS, 2))
+                    body["text"] = " ".join(words(rng, 2))
                 elif kind == "query":
-                    body["query"] = f"what do we know about {rng.choice(WORDS)} and {rng.choice(WORDS)}?"
+                    first, second = words(rng, 2)
+                    body["query"] = f"what do we know about {first} and {second}?"
                 else:
                     body["filters"] = {"field": "attributes.n", "op": "eq", "value": rng.randrange(10)}
                 started = time.perf_counter()

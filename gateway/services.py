@@ -6,6 +6,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachetools import TTLCache
+
 from gateway.audit import AuditLog, DecisionEntry
 from gateway.config import Config
 from gateway.files import FileStore
@@ -27,6 +29,13 @@ class Services:
     oidc: Any = None
     openapi: dict[str, Any] = field(default_factory=dict)
     busy: dict[str, str] = field(default_factory=dict)  # memory id -> running consolidation run id
+    # Record counts are a hint for a caller choosing where to look; computing them on every listing and
+    # recall would cost a provider call each time, so they are kept briefly and dropped on our own writes.
+    counts: TTLCache[str, int] = field(default_factory=lambda: TTLCache(maxsize=100_000, ttl=2.0))
+
+    def written(self, memory_id: str) -> None:
+        """A write through the gateway changed this memory's records: its cached count is stale."""
+        self.counts.pop(memory_id, None)
 
     def guard_not_busy(self, memory_id: str) -> None:
         """A move or delete must wait while a consolidation runs on the memory or below it (§12)."""

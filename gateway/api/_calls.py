@@ -84,10 +84,15 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
 
 async def record_counts(services: Any, nodes: Iterable[MemoryNode]) -> dict[str, int | None]:
     """Active records per memory, one call per provider; a provider that fails gives `None` counts."""
+    cache = services.counts
+    counts: dict[str, int | None] = {}
     by_provider: dict[str, list[str]] = {}
     for node in nodes:
-        by_provider.setdefault(node.provider, []).append(node.id)
-    counts: dict[str, int | None] = {}
+        cached = cache.get(node.id)
+        if cached is not None:
+            counts[node.id] = cached
+        else:
+            by_provider.setdefault(node.provider, []).append(node.id)
     for name, ids in by_provider.items():
         handle = services.providers.get(name)
         got: Any = {}
@@ -98,4 +103,6 @@ async def record_counts(services: Any, nodes: Iterable[MemoryNode]) -> dict[str,
                 log.info("counting records on %s failed", name)
         for memory_id in ids:
             counts[memory_id] = got.get(memory_id) if got else None
+            if counts[memory_id] is not None:
+                cache[memory_id] = counts[memory_id]
     return counts

@@ -74,6 +74,7 @@ async def remember(call: Call) -> dict[str, Any]:
         valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
     )
     record = await on_provider(call.services, node, lambda p: p.remember(node.id, new), read=False)
+    call.services.written(node.id)
     return render(call, record, node)
 
 
@@ -138,6 +139,7 @@ async def forget(call: Call) -> dict[str, Any]:
                           "the memory when it leaves its source.")
     record = await on_provider(call.services, node,
                                lambda p: p.forget(node.id, current.id, writer_for(call), now()), read=False)
+    call.services.written(node.id)
     return render(call, record, node)
 
 
@@ -162,6 +164,7 @@ async def erase(call: Call) -> dict[str, Any]:
             versions = []
         file_ids.update(p.file.id for v in versions for p in v.content if p.file is not None)
     erasure = await on_provider(services, node, lambda p: p.erase(node.id, body.record_ids), read=False)
+    services.written(node.id)
     for file_id in sorted(file_ids):
         await services.files.remove(file_id)
     return {"object": "memory.erasure", "memory_id": node.id, "erased": list(erasure.erased),
