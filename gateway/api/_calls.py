@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from adapters.base import (
@@ -93,14 +94,20 @@ async def record_counts(services: Any, nodes: Iterable[MemoryNode]) -> dict[str,
             counts[node.id] = cached
         else:
             by_provider.setdefault(node.provider, []).append(node.id)
-    for name, ids in by_provider.items():
+
+    async def count_on(name: str, ids: list[str]) -> Mapping[str, int]:
         handle = services.providers.get(name)
-        got: Any = {}
-        if handle is not None:
-            try:
-                got = await handle.call(lambda p, ids=ids: p.count(ids), read=True)
-            except Exception:  # counts are a hint; a provider failure must not fail the listing
-                log.info("counting records on %s failed", name)
+        if handle is None:
+            return {}
+        try:
+            got: Mapping[str, int] = await handle.call(lambda p: p.count(ids), read=True)
+            return got
+        except Exception:  # counts are a hint; a provider failure must not fail the listing
+            log.info("counting records on %s failed", name)
+            return {}
+
+    answers = await asyncio.gather(*(count_on(name, ids) for name, ids in by_provider.items()))
+    for ids, got in zip(by_provider.values(), answers, strict=True):
         for memory_id in ids:
             counts[memory_id] = got.get(memory_id) if got else None
             if counts[memory_id] is not None:

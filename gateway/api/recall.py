@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from adapters.base import Condition, RecallQuery
@@ -49,7 +50,18 @@ async def recall(call: Call) -> dict[str, Any]:
     by_provider: dict[str, list[str]] = {}
     for memory_id in covered.memory_ids:
         by_provider.setdefault(tree.get(memory_id).provider, []).append(memory_id)
-    answer = await federation.recall(services.providers, by_provider, recall_query(call, body))
+    parent_node = tree.get(node.parent_id) if node.parent_id else None
+    if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
+        parent_node = None
+    child_nodes = [tree.get(c) for c in access.readable_children(tree, principals, node.id)]
+    child_nodes = [c for c in child_nodes if c is not None and "read" in access.effective(tree, principals, c.id)]
+    # The places to go next are counted while the providers search, not after.
+    counting = asyncio.create_task(
+        record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None]))
+    try:
+        answer = await federation.recall(services.providers, by_provider, recall_query(call, body))
+    finally:
+        counts = await counting
     results = []
     for fed in answer.hits:
         record = fed.hit.record
@@ -60,12 +72,6 @@ async def recall(call: Call) -> dict[str, Any]:
             "score": fed.score,
             "why": list(fed.hit.why),
         })
-    parent_node = tree.get(node.parent_id) if node.parent_id else None
-    if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
-        parent_node = None
-    child_nodes = [tree.get(c) for c in access.readable_children(tree, principals, node.id)]
-    child_nodes = [c for c in child_nodes if c is not None and "read" in access.effective(tree, principals, c.id)]
-    counts = await record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None])
     out: dict[str, Any] = {
         "object": "memory.recall",
         "results": results,

@@ -214,7 +214,7 @@ async def test_traces_name_providers_and_outcomes_but_never_a_key(federated: tup
     configure("none", exporter)
     gw, vendors = federated
     made = await _branches(gw, vendors)
-    vendors.cloud.fail("500", times=2)
+    vendors.cloud.fail("500", times=10)
     await gw.admin.post(f"/v1/memories/{made['root']['id']}/recall", json={"query": "renewal"})
     spans = exporter.get_finished_spans()
     provider_spans = [s for s in spans if s.name.startswith("provider ")]
