@@ -26,15 +26,13 @@ def recall_query(call: Call, body: Recall) -> RecallQuery:
     )
 
 
-def audit_plan(call: Call, covered: tuple[str, ...], skipped: tuple[str, ...], capped: tuple[str, ...]) -> None:
-    tree = call.services.store.tree
-    principals = call.principal.principals
+def audit_plan(call: Call, root_id: str, depth: int | None, covered: tuple[str, ...], skipped: tuple[str, ...],
+               capped: tuple[str, ...]) -> None:
+    decisions = access.explain_subtree(call.services.store.tree, call.principal.principals, root_id, depth)
     for memory_id in covered:
-        call.audit("recall.cover", memory_id, "read", True,
-                   access.explain(tree, principals, memory_id).reason("read"))
+        call.audit("recall.cover", memory_id, "read", True, decisions[memory_id].reason("read"))
     for memory_id in skipped:
-        call.audit("recall.skip", memory_id, "read", False,
-                   access.explain(tree, principals, memory_id).reason("read"))
+        call.audit("recall.skip", memory_id, "read", False, decisions[memory_id].reason("read"))
     for memory_id in capped:
         call.audit("recall.skip", memory_id, "read", True, "readable, but beyond the recall cap")
 
@@ -46,7 +44,7 @@ async def recall(call: Call) -> dict[str, Any]:
     principals = call.principal.principals
     node = require(call, call.path["memory_id"], "read", "recall")
     covered = plan(tree, principals, node.id, depth=body.depth, cap=services.config.recall_cap)
-    audit_plan(call, covered.memory_ids, covered.skipped, covered.capped)
+    audit_plan(call, node.id, body.depth, covered.memory_ids, covered.skipped, covered.capped)
     by_provider: dict[str, list[str]] = {}
     for memory_id in covered.memory_ids:
         by_provider.setdefault(tree.get(memory_id).provider, []).append(memory_id)

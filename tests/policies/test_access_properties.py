@@ -15,6 +15,7 @@ from policies.access import (
     effective,
     entry_points,
     explain,
+    explain_subtree,
     principal_error,
     readable_children,
     visible_ancestors,
@@ -83,6 +84,28 @@ def test_every_access_decision_matches_the_reference(
         for root, expected_walk in subtrees.items():
             walked = list(walk_down(tree, principals, root, depth))
             assert walked == [(n, d, expected[n]) for n, d in expected_walk], root
+
+
+@settings(max_examples=300, deadline=None)
+@given(world=worlds(), depth=st.none() | st.integers(min_value=0, max_value=MAX_DEPTH + 1), data=st.data())
+def test_explaining_a_whole_subtree_agrees_with_explaining_each_memory(
+    world: World, depth: int | None, data: st.DataObject
+) -> None:
+    """explain_subtree, derived parent to child in one pass, gives each memory the same decision as explain."""
+    tree = world.tree()
+    root = data.draw(st.sampled_from(world.nodes), label="from")
+    expected_nodes = {n for n, _ in ref_subtree(world, root, depth)}
+    for principals in callers(world):
+        decisions = explain_subtree(tree, principals, root, depth)
+        assert set(decisions) == expected_nodes
+        for node, decision in decisions.items():
+            one = explain(tree, principals, node)
+            assert decision.privileges == one.privileges
+            assert Counter(c.grant.id for c in decision.contributions) == Counter(
+                c.grant.id for c in one.contributions)
+            assert (decision.cutoff_at, decision.path) == (one.cutoff_at, one.path)
+            assert decision.contributions == one.contributions
+            assert decision.reason("read") == one.reason("read")
 
 
 # --------------------------------------------------------------------------- rules that follow from the spec
