@@ -23,6 +23,7 @@ import aiosqlite
 import httpx
 
 from adapters import _local_sql as sql
+from adapters import local_consolidation, local_types
 from adapters.base import (
     SIGNALS,
     Capabilities,
@@ -45,6 +46,9 @@ from adapters.base import (
     Unsupported,
     Writer,
 )
+from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
+from adapters.local_queries import LocalQueries
+from adapters.operations import OperationResult, TypeInfo
 
 CAPABILITIES = Capabilities(
     isolation="enforced_filter",
@@ -60,6 +64,11 @@ CAPABILITIES = Capabilities(
     forget="native",
     erase_unreachable="reported",
     as_of=True,
+    named_queries=True,
+    free_query_languages=("sql",),
+    free_query_write=False,
+    consolidate="runs",
+    types=True,
     graph_entities="stated",
     media=("text/*", "image/*", "application/pdf", "audio/*", "video/*"),
     bytes="referenced",
@@ -79,7 +88,7 @@ def fuse(places: Mapping[int, Mapping[Signal, int]], lists: int) -> dict[int, fl
     }
 
 
-class LocalProvider:
+class LocalProvider(LocalQueries):
     """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor."""
 
     def __init__(self, db: aiosqlite.Connection) -> None:
@@ -140,6 +149,7 @@ class LocalProvider:
         """Write one record as stated. `follows` is for the gateway's own records that mirror a source
         (§5.4); the contract's `NewRecord` has no such field, so it comes as a keyword of this adapter."""
         _refuse_unkept_media(record.content, self.capabilities().media)
+        local_types.check(record.type, record.attributes)
         first = Record(
             id="hrec_" + secrets.token_hex(16),
             memory_id=memory_id,
@@ -182,6 +192,7 @@ class LocalProvider:
                 references=_or_keep(revision.references, current.references),
                 follows=current.follows,
             )
+            local_types.check(following.type, following.attributes)
             await self._close_version(db, current, at)
             return await self._append(db, following)
 
@@ -340,6 +351,28 @@ class LocalProvider:
         matched_words = any(s in textual for by_signal in places.values() for s in by_signal)
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
 
+    # ----------------------------------------------------------------------- types (§8), consolidation (§9.2)
+    # Both work through the public methods above; adapters/local_types.py and local_consolidation.py say how.
+
+    def types(self) -> Sequence[TypeInfo]:
+        return local_types.TYPES
+
+    async def operate(self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer,
+                      at: datetime) -> OperationResult:
+        return await local_types.operate(self, memory_id, record_id, name, input, by, at)
+
+    def consolidation_unit(self) -> str:
+        return local_consolidation.UNIT
+
+    async def consolidate(self, memory_id: str, run_id: str, *, budget: int | None, resume_after: datetime | None,
+                          by: Writer, at: datetime, on_change: ChangeSink | None = None) -> RunOutcome:
+        return await local_consolidation.consolidate(self, memory_id, budget=budget, resume_after=resume_after,
+                                                     by=by, at=at, on_change=on_change)
+
+    async def revert(self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer,
+                     at: datetime) -> Reversal:
+        return await local_consolidation.revert(self, memory_id, changes, by=by, at=at)
+
     # ----------------------------------------------------------------------- helpers
 
     @asynccontextmanager
@@ -376,7 +409,7 @@ class LocalProvider:
     async def _append(self, db: aiosqlite.Connection, version: Record) -> Record:
         row = sql.columns(version)
         cursor = await db.execute(sql.INSERT, row)
-        title, body = sql.searchable(version)
+        title, body = local_types.searchable(version)  # a registered type's projection is found by recall
         await db.execute(sql.INSERT_WORDS, (cursor.lastrowid, title, body))
         # Read back through the same decoding as every read, so the caller gets exactly what `get` gives.
         return sql.record(row)

@@ -98,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         overhead.append(clock() - t0)
     samples: list[int] = []
     by_outcome: dict[bool, list[int]] = {True: [], False: []}
+    loop_cpu, loop_wall = time.thread_time_ns(), clock()
     for who, memory_id in pairs:
         t0 = clock()
         held = effective(tree, who, memory_id)
         t1 = clock()
         samples.append(t1 - t0)
         by_outcome[bool(held)].append(t1 - t0)
+    loop_wall, loop_cpu = clock() - loop_wall, time.thread_time_ns() - loop_cpu
     samples.sort()
     overhead.sort()
     for values in by_outcome.values():
@@ -137,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  clock overhead    {us(percentile(overhead, 0.5)).strip()} µs per perf_counter_ns pair (included)"
+    )
+    print(
+        f"  timed loop        {loop_wall / 1e9:.2f} s wall, {loop_cpu / 1e9:.2f} s CPU"
+        f" ({loop_cpu / loop_wall:.0%}; well below 100% means the machine was busy elsewhere)"
     )
     print()
     print("  latency (µs)          p50       p90       p99       max")

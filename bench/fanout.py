@@ -1,8 +1,9 @@
 """Fan-out: one recall from a root over 1,000 memories spread over 3 providers, each a fake vendor on
 loopback HTTP that answers every request after L milliseconds.
 
-The vendors speak the mem0 Platform dialect (tests/adapters/fake_mem0.py behind a real HTTP server), which
-can search many memories in one call. The gateway runs in-process and reaches them over loopback. Prints
+The vendors speak the mem0 Platform dialect (tests/adapters/fake_mem0.py behind a real HTTP server, in a
+process of their own), which can search many memories in one call. The gateway runs in this process and
+reaches them over loopback. Prints
 wall time / L (target at most 1.2) and the vendor calls one recall made.
 
     .venv/bin/python bench/fanout.py --memories 1000 --latency-ms 50 --repeat 20
@@ -13,71 +14,63 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
-import uvicorn
-from starlette.requests import Request
-from starlette.responses import Response
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.adapters.fake_mem0 import FakeMem0
 from tests.api.conftest import make_config, running_gateway
 from tests.e2e._process import free_port
 
 KEY = "bench-vendor-key"
 
 
-class LoopbackVendor:
-    """A FakeMem0 behind a real HTTP server on 127.0.0.1, answering after `latency` seconds once armed."""
+class LoopbackVendors:
+    """Three fake vendors served by bench/_vendor_server.py in a process of their own."""
 
-    def __init__(self) -> None:
-        self.fake = FakeMem0("platform", KEY)
-        self.latency = 0.0
-        self.calls: list[str] = []
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off", interface="asgi3"))
+    def __init__(self, count: int) -> None:
+        self.ports = [free_port() for _ in range(count)]
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
+        script = Path(__file__).resolve().parent / "_vendor_server.py"
+        self.process = subprocess.Popen([sys.executable, str(script), *map(str, self.ports)],
+                                        stdout=subprocess.PIPE)
+        for url in self.urls:
+            for _ in range(200):
+                try:
+                    httpx.get(url + "/__calls", timeout=0.5)
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.05)
 
-    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        request = Request(scope, receive)
-        body = await request.body()
-        self.calls.append(f"{request.method} {request.url.path}")
-        if self.latency:
-            await asyncio.sleep(self.latency)
-        # The fake answers as the hosted API would; only the host differs.
-        url = httpx.URL(str(request.url)).copy_with(scheme="https", host="api.mem0.ai", port=None)
-        answer = self.fake.handle(httpx.Request(request.method, url, headers=request.headers.raw, content=body))
-        await Response(answer.content, status_code=answer.status_code,
-                       headers={"content-type": answer.headers.get("content-type", "application/json")})(
-            scope, receive, send)
+    def set_latency(self, ms: float) -> None:
+        for url in self.urls:
+            httpx.post(url + "/__latency", params={"ms": ms})
 
-    async def start(self) -> None:
-        self.task = asyncio.create_task(self.server.serve())
-        while not self.server.started:
-            await asyncio.sleep(0.01)
+    def calls(self, reset: bool = False) -> list[str]:
+        got = [c for url in self.urls for c in httpx.get(url + "/__calls").json()]
+        if reset:
+            for url in self.urls:
+                httpx.delete(url + "/__calls")
+        return got
 
-    async def stop(self) -> None:
-        self.server.should_exit = True
-        await self.task
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait()
 
 
 async def main(args: argparse.Namespace) -> None:
     import os
 
     os.environ["BENCH_VENDOR_KEY"] = KEY
-    vendors = [LoopbackVendor() for _ in range(3)]
-    for vendor in vendors:
-        await vendor.start()
-    providers = {f"vendor{i}": {"adapter": "mem0", "variant": "platform", "base_url": v.url,
+    vendors = LoopbackVendors(3)
+    providers = {f"vendor{i}": {"adapter": "mem0", "variant": "platform", "base_url": url,
                                 "api_key_env": "BENCH_VENDOR_KEY", "timeout": 5.0, "concurrency": 16}
-                 for i, v in enumerate(vendors)}
+                 for i, url in enumerate(vendors.urls)}
     with tempfile.TemporaryDirectory() as tmp:
         config = make_config(Path(tmp), providers=providers, recall={"cap": args.memories + 10})
         async with running_gateway(config, http_client=httpx.AsyncClient(trust_env=False)) as gw:
@@ -90,23 +83,22 @@ async def main(args: argparse.Namespace) -> None:
                 if n % 10 == 0:
                     await gw.admin.post(f"/v1/memories/{made['id']}/records", json={"content": f"needle {n}"})
             latency = args.latency_ms / 1000
-            for vendor in vendors:
-                vendor.latency = latency
+            vendors.set_latency(args.latency_ms)
             walls: list[float] = []
             calls: list[int] = []
             for _ in range(args.repeat):
-                for vendor in vendors:
-                    vendor.calls.clear()
+                vendors.calls(reset=True)
                 gw.services.counts.clear()  # count on every run: the worst case, not the cached one
                 started = time.perf_counter()
                 answer = await gw.admin.post(f"/v1/memories/{root['id']}/recall",
                                              json={"query": "needle", "limit": 20})
                 walls.append(time.perf_counter() - started)
-                calls.append(sum(len(v.calls) for v in vendors))
+                made_calls = vendors.calls()
+                calls.append(len(made_calls))
                 body = answer.json()
                 if answer.status_code != 200 or any(d.startswith("provider:") for d in body["degraded"]):
                     raise SystemExit(f"recall degraded: {answer.status_code} {body.get('degraded')}")
-            searches = sum(1 for v in vendors for c in v.calls if "search" in c)
+            searches = sum(1 for c in made_calls if "search" in c)
             ratios = [w / latency for w in walls]
             print(f"recall from the root over {args.memories + 4} memories on 3 loopback vendors, "
                   f"L = {args.latency_ms} ms, {args.repeat} runs")
@@ -115,8 +107,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"vendor calls per recall: {statistics.median(calls):.0f} "
                   f"({searches} searches in the last run, the rest are counts of the root's children)")
             print(f"results in the last answer: {len(body['results'])}")
-    for vendor in vendors:
-        await vendor.stop()
+    vendors.stop()
 
 
 if __name__ == "__main__":

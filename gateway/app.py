@@ -16,7 +16,26 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
-from gateway.api import discovery, files, grants, graph, members, memories, recall, records, snapshots
+from gateway import outbox
+from gateway.api import access as access_api
+from gateway.api import (
+    agent,
+    audit_log,
+    consolidations,
+    discovery,
+    files,
+    grants,
+    graph,
+    harnesses,
+    members,
+    memories,
+    migration,
+    recall,
+    records,
+    snapshots,
+)
+from gateway.api import queries as queries_api
+from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint, route
 from gateway.api.openapi import build as build_openapi
 from gateway.audit import AuditLog
@@ -24,9 +43,12 @@ from gateway.config import Config
 from gateway.errors import ApiError
 from gateway.files import FileStore
 from gateway.idempotency import Idempotency
+from gateway.mcp_server import attach as attach_mcp
 from gateway.providers import Providers
 from gateway.services import Services
 from gateway.state.store import StateStore
+from gateway.telemetry import TracingMiddleware
+from gateway.telemetry import configure as configure_tracing
 from gateway.versions import VersionMiddleware
 
 log = logging.getLogger("memfed.app")
@@ -36,19 +58,27 @@ def endpoints() -> list[Endpoint]:
     """Every route of the HTTP API. Order matters only where paths overlap (literal before parameter)."""
     return [
         *discovery.ENDPOINTS,
+        *types_api.ENDPOINTS, *consolidations.ENDPOINTS,  # /v1/memories/types before /v1/memories/{memory_id}
         *members.ENDPOINTS,
         *memories.ENDPOINTS,
         *grants.ENDPOINTS,
+        *access_api.ENDPOINTS,
+        *audit_log.ENDPOINTS,
         *records.ENDPOINTS,
         *snapshots.ENDPOINTS,
         *recall.ENDPOINTS,
         *graph.ENDPOINTS,
         *files.ENDPOINTS,
+        *migration.ENDPOINTS,
+        *agent.ENDPOINTS,
+        *harnesses.ENDPOINTS,
+        *queries_api.ENDPOINTS,
     ]
 
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    configure_tracing(config.telemetry_exporter)
     store = await StateStore.open(config.database_url(), search_path=config.state_schema)
     providers = await Providers.open(config, http_client)
     audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled)
@@ -104,9 +134,11 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
         holder["services"] = current
         app.state.services = current
         await bootstrap_admin(current.store)
+        await outbox.start_background(current)
         try:
             yield
         finally:
+            await outbox.stop_background(current)
             if opened:
                 await current.close()
 
@@ -121,10 +153,11 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(VersionMiddleware)],
+        middleware=[Middleware(TracingMiddleware), Middleware(VersionMiddleware)],
         exception_handlers={HTTPException: _not_found, Exception: _server_error},
     )
     if services is not None:
         holder["services"] = services
         app.state.services = services
+    attach_mcp(app, lambda: holder["services"])
     return app

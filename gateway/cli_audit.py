@@ -64,7 +64,7 @@ def render_explanation(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(commands: argparse._SubParsersAction) -> None:
     from gateway.cli import common
 
     parser = commands.add_parser("explain", help="why a principal may (or may not) act on a memory")
@@ -73,3 +73,70 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     parser.add_argument("principal", help="member:<id> or group:<id>")
     parser.add_argument("--json", action="store_true", help="print the derivation as JSON")
     parser.set_defaults(func=explain)
+    add_audit_commands(commands)
+
+
+def _open_log(args: argparse.Namespace) -> Any:
+    """The log over the state database, not started: reading and verifying need no journal lock, so
+    these commands run beside a serving gateway."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from gateway.audit import AuditLog
+
+    config = _config(args)
+    kwargs: dict[str, Any] = {}
+    if config.state_schema and config.database_url().startswith("postgresql"):
+        kwargs["connect_args"] = {"server_settings": {"search_path": config.state_schema}}
+    engine = create_async_engine(config.database_url(), **kwargs)
+    return AuditLog(engine, config.data_dir), engine
+
+
+def audit_verify(args: argparse.Namespace) -> int:
+    async def run() -> int:
+        log, engine = _open_log(args)
+        try:
+            report = await log.verify()
+        finally:
+            await engine.dispose()
+        if report.ok:
+            print(f"audit log intact: {report.checked} entries, hash chain unbroken")
+            return 0
+        print(f"audit log BROKEN at entry {report.broken_at}: {report.problem} "
+              f"({report.checked} entries checked)")
+        return 1
+
+    return asyncio.run(run())
+
+
+def audit_export(args: argparse.Namespace) -> int:
+    from gateway.audit import AuditQuery
+
+    async def run() -> int:
+        log, engine = _open_log(args)
+        filters = AuditQuery(principal=args.principal, memory_id=args.memory, operation=args.operation,
+                             decision=args.decision)
+        try:
+            written = await log.export(sys.stdout, filters)
+        finally:
+            await engine.dispose()
+        print(f"memfed: exported {written} entries", file=sys.stderr)
+        return 0
+
+    return asyncio.run(run())
+
+
+def add_audit_commands(commands: argparse._SubParsersAction) -> None:
+    from gateway.cli import common
+
+    audit = commands.add_parser("audit", help="the decision log: verify its hash chain, export it")
+    actions = audit.add_subparsers(dest="audit_command", required=True)
+    verify = actions.add_parser("verify", help="check the hash chain; exit 1 and say where it breaks")
+    common(verify)
+    verify.set_defaults(func=audit_verify)
+    export = actions.add_parser("export", help="every entry as NDJSON on stdout, oldest first")
+    common(export)
+    export.add_argument("--principal", help="only entries of this principal (member:<id>)")
+    export.add_argument("--memory", help="only entries about this memory")
+    export.add_argument("--operation", help="only this operation (e.g. recall.cover)")
+    export.add_argument("--decision", choices=("allow", "deny"))
+    export.set_defaults(func=audit_export)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(commands: argparse._SubParsersAction) -> None:
     """The operator's subcommands, each group in its own module."""
-    from gateway import cli_audit
+    from gateway import cli_audit, cli_migrate
 
     cli_audit.add_commands(commands)
+    cli_migrate.add_commands(commands)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 PRIVILEGES: tuple[str, ...] = ("read", "write", "create", "delete")
@@ -91,9 +92,15 @@ class Contribution:
     grant: Grant
 
     def describe(self) -> str:
-        origin = "creator's implicit grant" if self.grant.implicit else f"grant {self.grant.id}"
-        privs = ",".join(p for p in PRIVILEGES if p in self.grant.privileges)
-        return f"{origin} to {self.grant.principal} on {self.grant.memory_id} gives {privs}"
+        return _describe(self.grant)
+
+
+@lru_cache(maxsize=65_536)
+def _describe(grant: Grant) -> str:
+    # A recall logs a reason for each memory it covers, naming the same few grants many times over.
+    origin = "creator's implicit grant" if grant.implicit else f"grant {grant.id}"
+    privs = ",".join(p for p in PRIVILEGES if p in grant.privileges)
+    return f"{origin} to {grant.principal} on {grant.memory_id} gives {privs}"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from adapters.base import Page, Provider, Record
-from gateway.api._calls import on_provider
+from gateway.api._calls import on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.models import Graph
 from gateway.api.render import record_json
@@ -63,7 +63,7 @@ async def _fetch_outside(call: Call, key: Key) -> Record | None:
     if node is None:
         return None
     try:
-        return await on_provider(call.services, node, lambda p: p.get(key[0], key[1]), read=True)
+        return await with_alias(call.services, node, key[1], lambda rid: lambda p: p.get(key[0], rid), read=True)
     except ApiError:
         return None
 

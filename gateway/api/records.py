@@ -14,7 +14,7 @@ from typing import Any
 from starlette.responses import Response
 
 from adapters.base import FileRef, NewRecord, Part, Provider, Record, Reference, Revision, Writer
-from gateway.api._calls import handle_for, on_provider, with_alias
+from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references
@@ -154,8 +154,10 @@ async def erase(call: Call) -> dict[str, Any]:
     body: Erase = call.body
     node = require(call, call.path["memory_id"], "delete", "records.erase")
     services = call.services
+    # An id from before the memory moved to another provider erases the record it now names.
+    current_ids = [await resolve_record_id(services, node.id, rid) or rid for rid in body.record_ids]
     file_ids: set[str] = set()
-    for record_id in body.record_ids:
+    for record_id in current_ids:
         try:
             versions = await on_provider(services, node, _history_of(node.id, record_id), read=True)
         except ApiError as error:
@@ -163,12 +165,14 @@ async def erase(call: Call) -> dict[str, Any]:
                 raise
             versions = []
         file_ids.update(p.file.id for v in versions for p in v.content if p.file is not None)
-    erasure = await on_provider(services, node, lambda p: p.erase(node.id, body.record_ids), read=False)
+    erasure = await on_provider(services, node, lambda p: p.erase(node.id, current_ids), read=False)
     services.written(node.id)
     for file_id in sorted(file_ids):
         await services.files.remove(file_id)
-    return {"object": "memory.erasure", "memory_id": node.id, "erased": list(erasure.erased),
-            "unreachable": list(erasure.unreachable)}
+    asked = dict(zip(current_ids, body.record_ids, strict=True))  # answer in the ids the caller gave
+    return {"object": "memory.erasure", "memory_id": node.id,
+            "erased": [asked.get(rid, rid) for rid in erasure.erased],
+            "unreachable": [asked.get(rid, rid) for rid in erasure.unreachable]}
 
 
 def _history_of(memory_id: str, record_id: str) -> Callable[[Provider], Awaitable[Sequence[Record]]]:

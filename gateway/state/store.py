@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.ids import new_id
@@ -78,6 +78,8 @@ class StateStore:
         if url.startswith("postgresql") and search_path:
             kwargs["connect_args"] = {"server_settings": {"search_path": search_path}}
         engine = create_async_engine(url, **kwargs)
+        if url.startswith("sqlite"):
+            event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         async with engine.begin() as conn:
             await conn.run_sync(t.metadata.create_all)
         store = cls(engine)
@@ -290,6 +292,16 @@ class StateStore:
         async with self.engine.begin() as conn:
             result = await conn.execute(delete(table).where(*(table.c[k] == v for k, v in where.items())))
         return int(result.rowcount or 0)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers run beside a writer, and synchronous=NORMAL commits without an fsync per
+    # transaction (a commit survives a crash of the process; a power cut may lose the last few).
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
 
 
 def _chunks(items: list[str], size: int) -> list[list[str]]:

@@ -837,15 +837,48 @@ async def test_a_file_part_without_its_file_is_refused(local: LocalProvider, sta
 
 
 async def test_claims_of_what_local_does_not_do(local: LocalProvider) -> None:
-    """Local declares no prime, consolidation, named or free queries, no type schemas, and offers no
-    operation for them; it declares as_of, versions kept for content and structure, and searching
-    many memories at once (each exercised by the tests above and the contract suite)."""
+    """Local declares no prime and offers no operation for it; it declares as_of, versions kept for
+    content and structure, and searching many memories at once (each exercised by the tests above and
+    the contract suite)."""
     caps = local.capabilities()
-    assert (caps.prime, caps.consolidate, caps.named_queries, caps.free_query_languages, caps.types) == (
-        False, "false", False, (), False,
-    )  # fmt: skip
-    assert not any(hasattr(local, name) for name in ("prime", "consolidate", "query", "named_query"))
+    assert caps.prime is False
+    assert not hasattr(local, "prime")
     assert (caps.as_of, caps.history_content, caps.history_structure) == (True, "versions", "versions")
     assert (caps.revise, caps.forget, caps.erase_unreachable) == ("native", "native", "reported")
     assert caps.searches_many_memories is True
     assert caps.signals == ("query", "text", "filters")
+
+
+async def test_claims_of_named_and_free_queries(local: LocalProvider, stamps: Stamps) -> None:
+    """queries.named true and queries.free {languages ["sql"], write false}: local is a
+    QueryingProvider whose statements read one memory in a container (every escape is pinned in
+    test_local_queries.py); a statement that writes is refused."""
+    from adapters.queries import QueryingProvider
+
+    caps = local.capabilities()
+    assert (caps.named_queries, caps.free_query_languages, caps.free_query_write) == (True, ("sql",), False)
+    assert local.capabilities().document("local")["queries"] == {
+        "named": True, "free": {"languages": ["sql"], "write": False},
+    }  # fmt: skip
+    assert isinstance(local, QueryingProvider) and local.query_languages() == ("sql",)
+    mine = await local.remember(M1, stamps.record("Kept in M1."))
+    await local.remember(M2, stamps.record("Kept in M2."))
+    answer = await local.run_free(M1, "sql", "SELECT id FROM records", {})
+    assert answer.rows == ((mine.id,),)
+    with pytest.raises(ProviderRejected):
+        await local.run_free(M1, "sql", "DELETE FROM records", {})
+    assert await local.count([M1, M2]) == {M1: 1, M2: 1}
+
+
+async def test_claims_of_types_and_consolidation_runs(local: LocalProvider) -> None:
+    """types true and consolidate "runs": local is a TypedProvider (x.task and its operations, pinned in
+    test_local_types.py) and a ConsolidatingProvider (runs, pinned in test_local_consolidation.py)."""
+    from adapters.consolidation import ConsolidatingProvider
+    from adapters.operations import TypedProvider
+
+    caps = local.capabilities()
+    assert (caps.types, caps.consolidate) == (True, "runs")
+    assert local.capabilities().document("local")["consolidate"] == "runs"
+    assert isinstance(local, TypedProvider) and isinstance(local, ConsolidatingProvider)
+    assert [info.type for info in local.types()] == ["x.task"]
+    assert local.consolidation_unit() == "records"

@@ -68,7 +68,7 @@ async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
         yield gw
 
 
-class running_gateway:  # noqa: N801 - used as `async with running_gateway(config)`
+class running_gateway:
     def __init__(self, config: Config, http_client: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self.http_client = http_client

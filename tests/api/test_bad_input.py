@@ -47,7 +47,8 @@ async def test_wrong_types_and_missing_fields_on_every_body(gateway: Gateway) ->
     for endpoint in endpoints():
         if endpoint.body is None or endpoint.method == "GET":
             continue
-        path = re.sub(r"{(\w+)}", lambda m: ids[m.group(1)], endpoint.path)
+        # A path parameter this test has no real value for gets one that names nothing.
+        path = re.sub(r"{(\w+)}", lambda m: ids.get(m.group(1), f"{m.group(1)}_none"), endpoint.path)
         for body in bodies:
             raw = json.dumps(body).encode() if body is not None else b""
             answer = await gateway.admin.request(endpoint.method, path, content=raw,

@@ -201,6 +201,15 @@ def test_fusion_of_one_list_keeps_its_order() -> None:
     assert math.isclose(fused[1][1], 61 / 62, rel_tol=1e-15)
 
 
+def test_disjoint_rankings_from_different_providers_each_lead_with_one() -> None:
+    """Providers never share a record: each one's first hit scores 1.0, its second 61/62 (k = 60)."""
+    fused = fuse([["a", "b"], ["x", "y", "z"]])
+    assert [k for k, _ in fused] == ["a", "x", "b", "y", "z"]
+    assert fused[0][1] == 1.0 and fused[1][1] == 1.0
+    assert math.isclose(fused[2][1], 61 / 62, rel_tol=1e-15)
+    assert math.isclose(fused[4][1], 61 / 63, rel_tol=1e-15)
+
+
 def test_fusion_of_nothing_is_empty() -> None:
     """No lists, or only empty ones, fuse to no results."""
     assert fuse([]) == []

@@ -1,0 +1,66 @@
+"""Fake mem0 Platform vendors on loopback, in a process of their own so their work is not the gateway's.
+
+    python bench/_vendor_server.py PORT [PORT ...]
+
+Each port serves tests/adapters/fake_mem0.py's FakeMem0 over real HTTP. `POST /__latency?ms=N` sets how
+long every later request waits before it is answered; `GET /__calls` and `DELETE /__calls` read and
+reset the request log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.adapters.fake_mem0 import FakeMem0
+
+KEY = "bench-vendor-key"
+
+
+class Vendor:
+    def __init__(self) -> None:
+        self.fake = FakeMem0("platform", KEY)
+        self.latency = 0.0
+        self.calls: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        request = Request(scope, receive)
+        path = request.url.path
+        if path == "/__latency":
+            self.latency = float(request.query_params["ms"]) / 1000
+            response: Response = JSONResponse({"latency_ms": self.latency * 1000})
+        elif path == "/__calls":
+            if request.method == "DELETE":
+                self.calls.clear()
+            response = JSONResponse(self.calls)
+        else:
+            body = await request.body()
+            self.calls.append(f"{request.method} {path}")
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            url = httpx.URL(str(request.url)).copy_with(scheme="https", host="api.mem0.ai", port=None)
+            answer = self.fake.handle(httpx.Request(request.method, url, headers=request.headers.raw, content=body))
+            response = Response(answer.content, status_code=answer.status_code,
+                                headers={"content-type": answer.headers.get("content-type", "application/json")})
+        await response(scope, receive, send)
+
+
+async def main(ports: list[int]) -> None:
+    servers = [uvicorn.Server(uvicorn.Config(Vendor(), host="127.0.0.1", port=p, log_level="warning",
+                                             lifespan="off", interface="asgi3")) for p in ports]
+    print(json.dumps({"ports": ports}), flush=True)
+    await asyncio.gather(*(s.serve() for s in servers))
+
+
+if __name__ == "__main__":
+    asyncio.run(main([int(p) for p in sys.argv[1:]]))

@@ -1,0 +1,219 @@
+"""A memory as a harness reaches it (§5.1, §9.1): prime, observe, and the jobs an observe leaves.
+
+- `GET /v1/memories/{id}/prime?budget=N` reads the memory's standing records (active records whose
+  `attributes.standing` is true) and renders them, with the memory's name, description and readable
+  children, as the fenced "Memory" section (gateway/prime.py). What it placed is logged in tokens.
+- `POST /v1/memories/{id}/observe` appends episodes through the outbox (gateway/outbox.py): sent at
+  once when the provider answers, kept and sent later when it does not, and never lost.
+- `GET /v1/memories/{id}/jobs/{job}` is what an observe that answered 202 has written since.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from sqlalchemy import insert
+from starlette.responses import JSONResponse
+
+from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
+from gateway import outbox
+from gateway import prime as priming
+from gateway.api._calls import handle_for, on_provider
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.agent_models import Observe, PrimeQuery
+from gateway.api.records import now, parts_from, writer_for
+from gateway.api.render import record_json
+from gateway.errors import ApiError, unsupported
+from gateway.guard import require
+from gateway.state import harness_schema as h
+from gateway.state.store import now_ms
+from gateway.state.tree import MemoryNode
+from policies import access
+
+STANDING_LIMIT = 200  # standing records read per memory; more than a budget could hold anyway
+LIST_PAGE = 100
+LIST_PAGES = 20  # a provider without filters is scanned at most this far, newest first
+
+
+# ------------------------------------------------------------------ prime
+
+
+def _standing(records: Sequence[Record], memory_id: str) -> list[Record]:
+    kept = [r for r in records
+            if r.memory_id == memory_id and r.status == "active" and r.attributes.get("standing") is True]
+    kept.sort(key=lambda r: (r.time.written_at, r.id), reverse=True)
+    return kept[:STANDING_LIMIT]
+
+
+async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
+    """The memory's standing records, newest first. A provider that filters is asked for them; one
+    that does not is listed (newest first, bounded) and filtered here."""
+    if "filters" in handle_for(services, node).capabilities().signals:
+        query = RecallQuery(filters=(Condition("attributes.standing", "eq", True),), limit=STANDING_LIMIT)
+        answer = await on_provider(services, node, lambda p: p.recall([node.id], query), read=True)
+        return _standing([hit.record for hit in answer.hits], node.id)
+    found: list[Record] = []
+    cursor: str | None = None
+
+    def page_at(at: str | None) -> Callable[[Provider], Awaitable[Page]]:
+        return lambda p: p.list(node.id, cursor=at, limit=LIST_PAGE)
+
+    for _ in range(LIST_PAGES):
+        page = await on_provider(services, node, page_at(cursor), read=True)
+        found.extend(page.items)
+        cursor = page.next
+        if cursor is None:
+            break
+    return _standing(found, node.id)
+
+
+async def prime_memory(services: Any, tree: Any, principals: frozenset[str], node: MemoryNode,
+                       privileges: frozenset[str], *, default: bool = False,
+                       tolerate: bool = False) -> priming.PrimeMemory:
+    """One memory as the renderer takes it, read for these principals. With `tolerate`, a provider
+    failure becomes the memory's `problem` (a harness's prime goes on with the other memories)."""
+    children = tuple(
+        priming.Child(child.id, child.name, child.description)
+        for child in (tree.get(c) for c in access.readable_children(tree, principals, node.id))
+        if child is not None
+    )
+    readable = "read" in privileges
+    records: list[dict[str, Any]] = []
+    problem = None
+    if readable:
+        try:
+            records = [record_json(r, tree, principals, node.id) for r in await standing_records(services, node)]
+        except ApiError as error:
+            if not tolerate:
+                raise
+            detail = error.detail if isinstance(error.detail, dict) else {}
+            problem = f"{error.code}: {detail.get('reason', 'no answer')}"
+    return priming.PrimeMemory(
+        id=node.id, name=node.name, description=node.description,
+        privileges=tuple(p for p in access.PRIVILEGES if p in privileges), children=children,
+        records=tuple(records), default=default, readable=readable, problem=problem,
+    )
+
+
+async def log_prime(call: Call, primed: priming.Primed, principal: str, harness_id: str | None) -> None:
+    """What was placed, per memory, in tokens (§9.1): kept with the request that placed it."""
+    stamp = now_ms()
+    rows = [{"request_id": call.request_id, "harness_id": harness_id, "memory_id": p.memory_id,
+             "principal": principal, "tokens": p.tokens, "records": p.records_placed, "budget": primed.budget,
+             "tokenizer": priming.TOKENIZER, "at": stamp} for p in primed.memories]
+    if rows:
+        async with call.services.store.engine.begin() as conn:
+            await conn.execute(insert(h.prime_log), rows)
+
+
+async def prime(call: Call) -> dict[str, Any]:
+    query: PrimeQuery = call.query
+    node = require(call, call.path["memory_id"], "read", "memories.prime")
+    tree = call.services.store.tree
+    principals = call.principal.principals
+    memory = await prime_memory(call.services, tree, principals, node, access.effective(tree, principals, node.id))
+    primed = priming.render([memory], query.budget)
+    await log_prime(call, primed, call.principal.principal, None)
+    return {"object": "memory.prime", "memory_id": node.id, **primed.document()}
+
+
+# ------------------------------------------------------------------ observe
+
+
+def _refusal(node: MemoryNode, error: ProviderError | None) -> ApiError:
+    if isinstance(error, Unsupported):
+        return unsupported(str(error) or "The memory's provider does not keep episodes.")
+    reason = error.reason if error is not None else "rejected"
+    return ApiError(502, "memory_unavailable", "The memory's provider refused the episode.",
+                    detail={"provider": node.provider, "reason": reason})
+
+
+def _deferred(services: Any, node: MemoryNode) -> bool:
+    """A provider that derives after it answers (§5.1) is answered with a job, never with records."""
+    caps = handle_for(services, node).capabilities()
+    return caps.observe_answers == "job" or caps.derivation == "background"
+
+
+async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outbox.Episode],
+                           extra: dict[str, Any] | None = None) -> JSONResponse:
+    """Commit the episodes to the outbox, send them now unless earlier ones of this memory still wait,
+    and answer 201 with the records, or 202 with the job that will carry them."""
+    services = call.services
+    deferred = _deferred(services, node)
+    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.principal.principal)
+    job_id = queued.job_id
+    written: list[Record] = []
+    stopped: outbox.Outcome | None = None if queued.claimed else outbox.Outcome("retry")
+    for index, row in enumerate(queued.rows if queued.claimed else ()):
+        outcome = await outbox.send(services, row.id, node.provider, row=row)
+        if outcome.kind != "delivered" or outcome.record is None:
+            stopped = outcome
+            await outbox.release(services, [r.id for r in queued.rows[index + 1 :]])
+            break
+        written.append(outcome.record)
+    if stopped is not None and stopped.kind == "failed" and not written:
+        raise _refusal(node, stopped.error)
+    if stopped is not None:
+        outbox.wake(services)
+    body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
+    if stopped is None and not deferred:
+        tree, principals = services.store.tree, call.principal.principals
+        body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
+        return JSONResponse(body, status_code=201)
+    job = await outbox.job_row(services, job_id)
+    body.update(records=[], job={"id": job_id, "status": job.status if job is not None else "pending"})
+    return JSONResponse(body, status_code=202)
+
+
+async def observe(call: Call) -> JSONResponse:
+    body: Observe = call.body
+    node = require(call, call.path["memory_id"], "write", "memories.observe")
+    writer, at = writer_for(call), now()
+    episodes = [outbox.Episode(content=await parts_from(call, node, e.content), written_by=writer, written_at=at,
+                               title=e.title, attributes=dict(e.attributes or {}))
+                for e in body.all_episodes()]
+    return await observe_episodes(call, node, episodes)
+
+
+async def get_job(call: Call) -> dict[str, Any]:
+    node = require(call, call.path["memory_id"], "read", "memories.job")
+    row = await outbox.job_row(call.services, call.path["job_id"])
+    if row is None or row.memory_id != node.id:
+        raise ApiError(404, "memfed_job_not_found", "No such job on this memory.", param="job_id")
+    record_ids: list[str] = json.loads(row.record_ids)
+    out: dict[str, Any] = {
+        "id": row.id, "object": "memory.job", "memory_id": node.id, "status": row.status,
+        "episodes": row.episodes, "record_ids": record_ids, "records": [], "error": row.error or None,
+        "created_at": row.created_at, "updated_at": row.updated_at,
+    }
+    tree, principals = call.services.store.tree, call.principal.principals
+
+    def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
+        return lambda p: p.get(node.id, record_id)
+
+    for record_id in record_ids:
+        try:
+            record = await on_provider(call.services, node, read(record_id), read=True)
+        except ApiError as error:
+            # The job's state is the gateway's, so it is answered even while the provider is away.
+            if error.code == "memory_record_not_found":
+                out["degraded"] = ["records:some were erased since"]
+                continue
+            out["records"] = None
+            out["degraded"] = [f"records:{error.code}"]
+            break
+        out["records"].append(record_json(record, tree, principals, node.id))
+    return out
+
+
+M = "/v1/memories/{memory_id}"
+ENDPOINTS = [
+    Endpoint("GET", M + "/prime", prime, "The memory's standing records as fenced instructions, within a "
+             "token budget.", "memories.prime", query=PrimeQuery, tags=("agent",)),
+    Endpoint("POST", M + "/observe", observe, "observe: append episodes; the provider decides what to derive.",
+             "memories.observe", body=Observe, status=201, write=True, tags=("agent",)),
+    Endpoint("GET", M + "/jobs/{job_id}", get_job, "What an observe that answered 202 has written since.",
+             "memories.job", tags=("agent",)),
+]

@@ -1,0 +1,377 @@
+"""Consolidation runs (§9.2): start one, list them, read one and its changes, revert one by appending.
+
+The gateway owns each run: it mints the id, stamps `written_by {kind: provider, id: <provider>,
+consolidation_id: <run>}` on what the provider writes, keeps the run and its changes in its own tables
+(gateway/state/consolidation_schema.py), and marks the memory busy while the run changes it, so a move
+or a delete answers 409 `memory_busy` (§12). The provider does the pass (adapters/consolidation.py).
+
+A start runs the pass now and answers the finished run. The pass runs in a task of its own that the
+request only waits for (shielded): a client that hangs up does not cut a run halfway, and the run is
+recorded as it ended either way. While it runs, it is listed as `running`.
+
+A revert is itself a run (`x.memfed.reverts` names the run it undid), with its own id stamped on what
+it appends, so history keeps both the run and its reversal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import Field
+from sqlalchemy import and_, or_, select, update
+
+from adapters.base import Provider, ProviderError, ProviderRejected, Unsupported, Writer
+from adapters.consolidation import CHANGE_KINDS, Change, ConsolidatingProvider, Reversal, RunOutcome
+from gateway.api._calls import handle_for
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.models import Page, Strict
+from gateway.api.records import now
+from gateway.errors import ApiError, invalid, unsupported
+from gateway.guard import require
+from gateway.ids import new_id
+from gateway.providers import ProviderHandle
+from gateway.state.consolidation_schema import consolidation_changes as changes_t
+from gateway.state.consolidation_schema import consolidation_runs as runs_t
+from gateway.state.tree import MemoryNode
+
+log = logging.getLogger("memfed.api.consolidations")
+
+# A run is bounded by its budget, not by the per-call timeout meant for one read or write; this only
+# keeps a provider that never answers from holding the memory busy for good.
+RUN_SECONDS = 600.0
+# A row still `running` this long after it started belongs to a process that died mid-run.
+STALE_MS = int((RUN_SECONDS + 60) * 1000)
+_TASKS: set[asyncio.Task[None]] = set()  # strong references: a task nothing holds may be collected
+
+
+class StartRun(Strict):
+    budget: int | None = Field(default=None, ge=1, le=1_000_000_000)
+
+
+def _ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _instant(moment: datetime | None) -> str | None:
+    """`read.through` to the microsecond: the next run resumes strictly after it, so a coarser stamp
+    would read again (and, on a small budget, stop again at) what was read last."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _busy(run_id: str, message: str = "A consolidation run is changing this memory.") -> ApiError:
+    return ApiError(409, "memory_busy", message, detail={"consolidation_id": run_id})
+
+
+def _consolidating(services: Any, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
+    handle = handle_for(services, node)
+    if not isinstance(handle.provider, ConsolidatingProvider) or handle.capabilities().consolidate != "runs":
+        raise unsupported("The memory's provider does not expose consolidation runs.")
+    return handle, handle.provider
+
+
+# --------------------------------------------------------------------------- rows
+
+
+async def _select(services: Any, *where: Any, newest_first: bool = True, limit: int | None = None) -> list[Any]:
+    order = (runs_t.c.started_at.desc(), runs_t.c.id.desc()) if newest_first else (runs_t.c.started_at,)
+    query = select(runs_t).where(*where).order_by(*order)
+    if limit is not None:
+        query = query.limit(limit)
+    async with services.store.engine.connect() as conn:
+        return list(await conn.execute(query))
+
+
+async def _update(services: Any, table: Any, where: Any, **values: Any) -> None:
+    async with services.store.engine.begin() as conn:
+        await conn.execute(update(table).where(where).values(**values))
+
+
+async def _run_row(services: Any, memory_id: str, run_id: str) -> Any:
+    rows = await _select(services, runs_t.c.id == run_id, runs_t.c.memory_id == memory_id)
+    if not rows:
+        raise ApiError(404, "memfed_consolidation_not_found", "No such consolidation run on this memory.",
+                       param="run_id")
+    return rows[0]
+
+
+def run_json(row: Any) -> dict[str, Any]:
+    """A run in §9.2's shape; memfed's additions under `x.memfed`."""
+    return {
+        "id": row.id,
+        "object": "memory.consolidation",
+        "memory_id": row.memory_id,
+        "status": row.status,
+        "trigger": row.trigger,
+        "started_at": row.started_at // 1000,
+        "finished_at": row.finished_at // 1000 if row.finished_at is not None else None,
+        "read": json.loads(row.read),
+        "changes": json.loads(row.changes),
+        "usage": json.loads(row.usage),
+        "budget": json.loads(row.budget),
+        "written_by": {"kind": "provider", "id": row.provider},
+        "error": row.error,
+        "x.memfed": {"reverts": row.reverts, "reverted_by": row.reverted_by, "resumed_after": row.resumed_after,
+                     "started_by": row.created_by},
+    }
+
+
+def _summary(changes: Sequence[Change]) -> dict[str, int]:
+    return {kind: sum(1 for c in changes if c.kind == kind) for kind in CHANGE_KINDS}
+
+
+async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str, budget: int | None,
+                 **fields: Any) -> str:
+    """Claim the memory for a new run and write its row as `running`; the run's id."""
+    services = call.services
+    if node.id in services.busy:
+        raise _busy(services.busy[node.id])
+    run_id = new_id("consolidation")
+    services.busy[node.id] = run_id  # claimed before the first await, so two starts cannot both pass
+    try:
+        stamp = _ms()
+        # A run another process still runs holds the memory too; one whose process died is failed here.
+        for row in await _select(services, runs_t.c.memory_id == node.id, runs_t.c.status.in_(("queued", "running"))):
+            if row.started_at > stamp - STALE_MS:
+                raise _busy(row.id)
+            await _update(services, runs_t, runs_t.c.id == row.id, status="failed", finished_at=stamp,
+                          error="interrupted: the server stopped during the run")
+        # Newest first must mean started last, even for two runs in one millisecond: a run starts after
+        # the memory's last one.
+        last = await _select(services, runs_t.c.memory_id == node.id, limit=1)
+        started = max(stamp, last[0].started_at + 1) if last else stamp
+        await services.store.insert(
+            runs_t, id=run_id, memory_id=node.id, provider=handle.name, status="running", trigger="manual",
+            started_at=started, finished_at=None, read=json.dumps({unit: 0, "through": None}),
+            changes=json.dumps(_summary(())), usage="{}", error="", created_by=call.principal.principal,
+            budget=json.dumps({"limit": budget, "unit": unit, "exhausted": False}), **fields,
+        )
+    except BaseException:
+        services.busy.pop(node.id, None)
+        raise
+    return run_id
+
+
+async def _in_background(work: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+    await asyncio.shield(task)
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, ProviderRejected | Unsupported):
+        return f"{exc.reason}: {exc}"
+    if isinstance(exc, ProviderError):
+        return exc.reason  # a vendor's own message may carry what is not ours to show
+    return "adapter_error"
+
+
+async def _finish(services: Any, node_id: str, run_id: str, changes: Sequence[Change], **values: Any) -> None:
+    try:
+        async with services.store.engine.begin() as conn:
+            if changes:
+                await conn.execute(changes_t.insert(), [
+                    {"run_id": run_id, "seq": i, "record_id": c.record_id, "kind": c.kind, "version": c.version,
+                     "reverted": False} for i, c in enumerate(changes)])
+            await conn.execute(update(runs_t).where(runs_t.c.id == run_id).values(
+                finished_at=_ms(), changes=json.dumps(_summary(changes)), **values))
+    finally:
+        if services.busy.get(node_id) == run_id:
+            del services.busy[node_id]
+
+
+# --------------------------------------------------------------------------- start
+
+
+async def _resume_point(services: Any, memory_id: str) -> str | None:
+    """Where the next run starts: after `read.through` of the last run if it stopped at its budget;
+    from the beginning after a completed one (what has expired since must be read again)."""
+    rows = await _select(services, runs_t.c.memory_id == memory_id, runs_t.c.reverts.is_(None),
+                         runs_t.c.status.in_(("completed", "stopped")), limit=1)
+    if not rows or rows[0].status != "stopped":
+        return None
+    through = json.loads(rows[0].read).get("through")
+    return through if isinstance(through, str) else None
+
+
+def _consolidate(memory_id: str, run_id: str, budget: int | None, after: str | None, by: Writer,
+                 seen: list[Change]) -> Callable[[Provider], Awaitable[RunOutcome]]:
+    resume_after = datetime.fromisoformat(after.replace("Z", "+00:00")) if after else None
+
+    async def run(provider: Provider) -> RunOutcome:
+        if not isinstance(provider, ConsolidatingProvider):
+            raise Unsupported("the memory's provider does not expose consolidation runs")
+        return await provider.consolidate(memory_id, run_id, budget=budget, resume_after=resume_after, by=by,
+                                          at=now(), on_change=seen.append)
+
+    return run
+
+
+async def _execute(services: Any, handle: ProviderHandle, node_id: str, run_id: str, budget: int | None,
+                   after: str | None, unit: str) -> None:
+    seen: list[Change] = []
+    by = Writer("provider", handle.name, consolidation_id=run_id)
+    try:
+        outcome = await handle.call(_consolidate(node_id, run_id, budget, after, by, seen), read=False,
+                                    seconds=RUN_SECONDS)
+    except BaseException as exc:
+        if not isinstance(exc, ProviderError):
+            log.exception("consolidation run %s failed", run_id)
+        # What the provider reported before it failed stays recorded, so the run can still be reverted.
+        await _finish(services, node_id, run_id, seen, status="failed", error=_failure(exc),
+                      read=json.dumps({unit: None, "through": None}))
+        if not isinstance(exc, Exception):
+            raise
+        return
+    read = {outcome.read.unit: outcome.read.count, "through": _instant(outcome.read.through)}
+    await _finish(services, node_id, run_id, outcome.changes, status=outcome.status, read=json.dumps(read),
+                  usage=json.dumps(outcome.usage),
+                  budget=json.dumps({"limit": budget, "unit": unit, "exhausted": outcome.budget_exhausted}))
+
+
+async def start(call: Call) -> dict[str, Any]:
+    body: StartRun = call.body
+    node = require(call, call.path["memory_id"], "write", "consolidations.start")
+    handle, provider = _consolidating(call.services, node)
+    unit = provider.consolidation_unit()
+    after = await _resume_point(call.services, node.id)
+    run_id = await _begin(call, node, handle, unit, body.budget, resumed_after=after)
+    await _in_background(_execute(call.services, handle, node.id, run_id, body.budget, after, unit))
+    return run_json(await _run_row(call.services, node.id, run_id))
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def _encode(started_at: int, run_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{started_at}:{run_id}".encode()).decode()
+
+
+def _decode(cursor: str) -> tuple[int, str]:
+    try:
+        stamp, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        return int(stamp), run_id
+    except (ValueError, UnicodeDecodeError):
+        raise invalid("The cursor is not one this server gave.", param="cursor") from None
+
+
+async def list_runs(call: Call) -> dict[str, Any]:
+    query: Page = call.query
+    node = require(call, call.path["memory_id"], "read", "consolidations.list")
+    where = [runs_t.c.memory_id == node.id]
+    if query.cursor:
+        stamp, run_id = _decode(query.cursor)
+        where.append(or_(runs_t.c.started_at < stamp, and_(runs_t.c.started_at == stamp, runs_t.c.id < run_id)))
+    rows = await _select(call.services, *where, limit=query.limit + 1)
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    return {"object": "list", "data": [run_json(r) for r in rows],
+            "next": _encode(rows[-1].started_at, rows[-1].id) if more else None}
+
+
+async def get_run(call: Call) -> dict[str, Any]:
+    node = require(call, call.path["memory_id"], "read", "consolidations.get")
+    return run_json(await _run_row(call.services, node.id, call.path["run_id"]))
+
+
+async def list_changes(call: Call) -> dict[str, Any]:
+    query: Page = call.query
+    node = require(call, call.path["memory_id"], "read", "consolidations.changes")
+    run = await _run_row(call.services, node.id, call.path["run_id"])
+    after = -1
+    if query.cursor:
+        try:
+            after = int(base64.urlsafe_b64decode(query.cursor.encode()).decode())
+        except (ValueError, UnicodeDecodeError):
+            raise invalid("The cursor is not one this server gave.", param="cursor") from None
+    statement = (select(changes_t).where(changes_t.c.run_id == run.id, changes_t.c.seq > after)
+                 .order_by(changes_t.c.seq).limit(query.limit + 1))
+    async with call.services.store.engine.connect() as conn:
+        rows = list(await conn.execute(statement))
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    data = [{"object": "memory.consolidation.change", "run_id": run.id, "record_id": r.record_id, "kind": r.kind,
+             "version": r.version, "reverted": bool(r.reverted)} for r in rows]
+    following = base64.urlsafe_b64encode(str(rows[-1].seq).encode()).decode() if more else None
+    return {"object": "list", "data": data, "next": following}
+
+
+# --------------------------------------------------------------------------- revert
+
+
+async def _execute_revert(services: Any, handle: ProviderHandle, node_id: str, run: Any, revert_id: str,
+                          changes: list[Change]) -> None:
+    by = Writer("provider", handle.name, consolidation_id=revert_id)
+
+    async def undo(provider: Provider) -> Reversal:
+        if not isinstance(provider, ConsolidatingProvider):
+            raise Unsupported("the memory's provider does not expose consolidation runs")
+        return await provider.revert(node_id, run.id, changes, by=by, at=now())
+
+    try:
+        reversal = await handle.call(undo, read=False, seconds=RUN_SECONDS)
+    except BaseException as exc:
+        if not isinstance(exc, ProviderError):
+            log.exception("reverting consolidation run %s failed", run.id)
+        await _finish(services, node_id, revert_id, (), status="failed", error=_failure(exc))
+        if not isinstance(exc, Exception):
+            raise
+        return
+    skipped = set(reversal.skipped)
+    undone = [c.record_id for c in changes if c.record_id not in skipped]
+    async with services.store.engine.begin() as conn:
+        await conn.execute(update(changes_t).where(changes_t.c.run_id == run.id,
+                                                   changes_t.c.record_id.in_(undone)).values(reverted=True))
+        await conn.execute(update(runs_t).where(runs_t.c.id == run.id).values(reverted_by=revert_id))
+    read = {"changes": len(changes), "through": None, "skipped": list(reversal.skipped)}
+    await _finish(services, node_id, revert_id, reversal.changes, status="completed", read=json.dumps(read),
+                  usage=json.dumps({"input_tokens": 0, "output_tokens": 0}))
+
+
+async def revert(call: Call) -> dict[str, Any]:
+    services = call.services
+    node = require(call, call.path["memory_id"], "write", "consolidations.revert")
+    run = await _run_row(services, node.id, call.path["run_id"])
+    if run.status in ("queued", "running"):
+        raise ApiError(409, "memfed_consolidation_running", "The run has not finished; revert it once it has.")
+    if run.reverted_by:
+        raise ApiError(409, "memfed_consolidation_reverted", "This run was reverted already.",
+                       detail={"reverted_by": run.reverted_by})
+    if run.provider != node.provider:
+        raise ApiError(409, "memfed_consolidation_provider_changed", "The memory moved to another provider "
+                       "since this run; its changes are not that provider's to undo.")
+    handle, _ = _consolidating(services, node)
+    async with services.store.engine.connect() as conn:
+        rows = list(await conn.execute(select(changes_t).where(changes_t.c.run_id == run.id,
+                                                               changes_t.c.reverted.is_(False))
+                                       .order_by(changes_t.c.seq)))
+    changes = [Change(r.record_id, r.kind, r.version) for r in rows]
+    revert_id = await _begin(call, node, handle, "changes", None, reverts=run.id)
+    await _in_background(_execute_revert(services, handle, node.id, run, revert_id, changes))
+    return run_json(await _run_row(services, node.id, revert_id))
+
+
+M = "/v1/memories/{memory_id}/consolidations"
+ENDPOINTS = [
+    Endpoint("POST", M, start, "Start a consolidation run now; a budget is optional.", "consolidations.start",
+             body=StartRun, status=201, write=True, tags=("consolidations",)),
+    Endpoint("GET", M, list_runs, "The memory's consolidation runs, newest first.", "consolidations.list",
+             query=Page, tags=("consolidations",)),
+    Endpoint("GET", M + "/{run_id}", get_run, "One consolidation run.", "consolidations.get",
+             tags=("consolidations",)),
+    Endpoint("GET", M + "/{run_id}/changes", list_changes, "The records the run wrote, superseded or forgot.",
+             "consolidations.changes", query=Page, tags=("consolidations",)),
+    Endpoint("POST", M + "/{run_id}/revert", revert, "Undo a run by appending; history keeps both.",
+             "consolidations.revert", status=201, write=True, tags=("consolidations",)),
+]

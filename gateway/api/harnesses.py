@@ -1,0 +1,244 @@
+"""Harnesses (§9): an agent member and two settings, `default_memory_id` and `observe`.
+
+What the agent may use is never stored here. `data` is read off the grants on every request (the
+agent's own and its groups'), so a grant added shows at once and a revoked one is gone at once, and
+nothing on a harness can widen or narrow what its agent was granted.
+
+Who may read and change a harness: administrators, and the harness's own agent (the member it acts
+as). Anyone else is told it does not exist, exactly as for an absent one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import update
+from starlette.responses import JSONResponse
+
+from gateway import outbox
+from gateway import prime as priming
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.agent import log_prime, observe_episodes, prime_memory
+from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery, Turn
+from gateway.api.records import now, parts_from, writer_for
+from gateway.api.render import page_json
+from gateway.errors import ApiError, invalid
+from gateway.guard import require_admin
+from gateway.ids import new_id
+from gateway.state import harness_schema as h
+from gateway.state.store import StateStore, now_ms
+from gateway.state.tree import MemoryNode, Tree
+from policies import access
+
+
+def agent_principals(store: StateStore, member_id: str) -> frozenset[str]:
+    """Every grant principal that speaks for the agent: itself and each of its groups (§13)."""
+    return frozenset((f"member:{member_id}", *(f"group:{g}" for g in store.groups_of(member_id))))
+
+
+def granted(tree: Tree, principals: frozenset[str]) -> list[tuple[MemoryNode, frozenset[str]]]:
+    """Every memory these principals hold a grant on, with the effective privileges there, highest in
+    the tree first (then oldest, then by id, so the order is stable)."""
+    ids: dict[str, None] = {}
+    for principal in sorted(principals):
+        for grant in tree.grants_to(principal):
+            if grant.privileges and tree.exists(grant.memory_id):
+                ids.setdefault(grant.memory_id)
+    found = []
+    for memory_id in ids:
+        node = tree.get(memory_id)
+        privileges = access.effective(tree, principals, memory_id)
+        if node is not None and privileges:
+            found.append((node, privileges))
+    found.sort(key=lambda pair: (tree.depth_of(pair[0].id), pair[0].created_at, pair[0].id))
+    return found
+
+
+def not_found() -> ApiError:
+    return ApiError(404, "memfed_harness_not_found", "No such harness.", param="harness_id")
+
+
+async def load(call: Call, operation: str) -> Any:
+    """The harness row, for an administrator or for the harness's own agent; 404 for anyone else."""
+    harness_id = call.path["harness_id"]
+    row = await call.services.store.fetch_one(h.harnesses, id=harness_id)
+    mine = row is not None and row.agent_member_id == call.principal.member_id
+    if row is None or not (call.principal.is_admin or mine):
+        call.audit(operation, None, "harness", False, f"refused: harness {harness_id} is not the caller's")
+        raise not_found()
+    call.audit(operation, None, "harness", True,
+               f"allowed: {'the harness agent' if mine else 'administrator'} on {harness_id}")
+    return row
+
+
+def harness_json(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "object": "harness", "name": row.name, "agent_member_id": row.agent_member_id,
+            "principal": f"member:{row.agent_member_id}", "default_memory_id": row.default_memory_id,
+            "observe": bool(row.observe), "created_at": row.created_at, "updated_at": row.updated_at}
+
+
+def memories_json(store: StateStore, row: Any) -> dict[str, Any]:
+    tree = store.tree
+    principals = agent_principals(store, row.agent_member_id)
+    data = [{"id": node.id, "name": node.name, "description": node.description,
+             "privileges": [p for p in access.PRIVILEGES if p in privileges],
+             "default": node.id == row.default_memory_id}
+            for node, privileges in granted(tree, principals)]
+    out: dict[str, Any] = {"object": "harness.memories", "harness_id": row.id,
+                           "principal": f"member:{row.agent_member_id}",
+                           "default_memory_id": row.default_memory_id, "observe": bool(row.observe),
+                           "data": data}
+    if row.default_memory_id and not (tree.exists(row.default_memory_id)
+                                      and access.can(tree, principals, row.default_memory_id, "write")):
+        # Grants changed after the default was set: say so rather than drop turns in silence.
+        out["x.memfed"] = {"warnings": ["default_memory_id is no longer a memory the agent may write; "
+                                        "turns are not recorded until it is set again"]}
+    return out
+
+
+# ------------------------------------------------------------------ routes
+
+
+async def create_harness(call: Call) -> dict[str, Any]:
+    body: CreateHarness = call.body
+    require_admin(call, "harnesses.create")
+    store = call.services.store
+    if store.member(body.agent_member_id) is None:
+        raise invalid(f"No member with id {body.agent_member_id!r}.", param="agent_member_id")
+    stamp = now_ms()
+    harness_id = new_id("harness")
+    await store.insert(h.harnesses, id=harness_id, name=body.name, agent_member_id=body.agent_member_id,
+                       default_memory_id=None, observe=True, created_by=call.principal.member_id,
+                       created_at=stamp, updated_at=stamp)
+    return harness_json(await store.fetch_one(h.harnesses, id=harness_id))
+
+
+async def list_harnesses(call: Call) -> dict[str, Any]:
+    store = call.services.store
+    if call.principal.is_admin:
+        rows = await store.fetch_all(h.harnesses, order_by=h.harnesses.c.created_at)
+    else:
+        rows = await store.fetch_all(h.harnesses, order_by=h.harnesses.c.created_at,
+                                     agent_member_id=call.principal.member_id)
+    return page_json((harness_json(r) for r in rows), None)
+
+
+async def get_harness(call: Call) -> dict[str, Any]:
+    return harness_json(await load(call, "harnesses.get"))
+
+
+async def delete_harness(call: Call) -> dict[str, Any]:
+    require_admin(call, "harnesses.delete")
+    row = await load(call, "harnesses.delete")
+    await call.services.store.delete_rows(h.harnesses, id=row.id)
+    return {**harness_json(row), "deleted": True}
+
+
+async def get_memories(call: Call) -> dict[str, Any]:
+    row = await load(call, "harnesses.memories.get")
+    return memories_json(call.services.store, row)
+
+
+def _outside_notice(call: Call, node: MemoryNode) -> str | None:
+    handle = call.services.providers.get(node.provider)
+    adapter = handle.config.adapter if handle is not None else "unknown"
+    if adapter == "local":
+        return None
+    return (f"The default memory {node.name!r} is kept by provider {node.provider!r} ({adapter}), outside "
+            "this server: while observe is on, every turn of this harness will be sent to it, and "
+            "records the agent remembers without naming a memory go there too.")
+
+
+async def put_memories(call: Call) -> dict[str, Any]:
+    body: HarnessSettings = call.body
+    row = await load(call, "harnesses.memories.put")
+    store = call.services.store
+    changes: dict[str, Any] = {}
+    notice = None
+    if "default_memory_id" in body.model_fields_set:
+        memory_id = body.default_memory_id
+        if memory_id is not None:
+            principals = agent_principals(store, row.agent_member_id)
+            decision = access.explain(store.tree, principals, memory_id) if store.tree.exists(memory_id) else None
+            allowed = decision is not None and decision.allows("write")
+            call.audit("harnesses.memories.default", memory_id, "write", allowed,
+                       decision.reason("write") if decision else "refused: no such memory")
+            if not allowed:
+                # One answer for a missing memory and one the agent may not write (§13).
+                raise invalid("default_memory_id must be a memory the agent may write.", param="default_memory_id")
+            node = store.tree.get(memory_id)
+            notice = _outside_notice(call, node) if node is not None else None
+        changes["default_memory_id"] = memory_id
+    if "observe" in body.model_fields_set:
+        changes["observe"] = bool(body.observe)
+    changes["updated_at"] = now_ms()
+    async with store.engine.begin() as conn:
+        await conn.execute(update(h.harnesses).where(h.harnesses.c.id == row.id).values(**changes))
+    out = memories_json(store, await store.fetch_one(h.harnesses, id=row.id))
+    if notice:
+        out["notice"] = notice
+    return out
+
+
+async def harness_prime(call: Call) -> dict[str, Any]:
+    query: PrimeQuery = call.query
+    row = await load(call, "harnesses.prime")
+    services = call.services
+    tree = services.store.tree
+    principals = agent_principals(services.store, row.agent_member_id)
+    memories = [await prime_memory(services, tree, principals, node, privileges,
+                                   default=node.id == row.default_memory_id, tolerate=True)
+                for node, privileges in granted(tree, principals)]
+    if not memories:
+        raise ApiError(404, "memories_not_attached", "The agent holds no memory: nothing was granted to it.")
+    primed = priming.render(memories, query.budget)
+    await log_prime(call, primed, f"member:{row.agent_member_id}", row.id)
+    degraded = [f"{m.id}:{m.problem}" for m in memories if m.problem]
+    return {"object": "harness.prime", "harness_id": row.id, "principal": f"member:{row.agent_member_id}",
+            **primed.document(), "degraded": degraded}
+
+
+async def record_turn(call: Call) -> Any:
+    """A finished turn, as episodes in the default memory when observe is on (§9.1)."""
+    body: Turn = call.body
+    row = await load(call, "harnesses.turn")
+    base = {"object": "harness.turn", "harness_id": row.id}
+    if not row.observe:
+        return JSONResponse({**base, "observed": False, "reason": "observe is off"}, status_code=200)
+    if not row.default_memory_id:
+        return JSONResponse({**base, "observed": False, "reason": "no default memory"}, status_code=200)
+    store = call.services.store
+    principals = agent_principals(store, row.agent_member_id)
+    node = store.tree.get(row.default_memory_id)
+    decision = access.explain(store.tree, principals, node.id) if node is not None else None
+    allowed = decision is not None and decision.allows("write")
+    call.audit("harnesses.turn", row.default_memory_id, "write", allowed,
+               decision.reason("write") if decision else "refused: no such memory")
+    if node is None or not allowed:
+        raise invalid("The default memory is no longer one the agent may write; set it again.",
+                      param="default_memory_id")
+    episode = outbox.Episode(content=await parts_from(call, node, body.parts), written_by=writer_for(call),
+                             written_at=now(), title=body.title, attributes=dict(body.attributes or {}))
+    return await observe_episodes(call, node, [episode], {**base, "observed": True})
+
+
+H = "/v1/harnesses"
+ENDPOINTS = [
+    Endpoint("POST", H, create_harness, "Create a harness bound to a member (its agent).", "harnesses.create",
+             body=CreateHarness, status=201, write=True, tags=("harnesses",)),
+    Endpoint("GET", H, list_harnesses, "Harnesses: all for an administrator, one's own for an agent.",
+             "harnesses.list", tags=("harnesses",)),
+    Endpoint("GET", H + "/{harness_id}", get_harness, "One harness.", "harnesses.get", tags=("harnesses",)),
+    Endpoint("DELETE", H + "/{harness_id}", delete_harness, "Delete a harness (its memories stay).",
+             "harnesses.delete", write=True, tags=("harnesses",)),
+    Endpoint("GET", H + "/{harness_id}/memories", get_memories, "The agent's principal, the memories it was "
+             "granted with its privileges on each, and the two settings.", "harnesses.memories.get",
+             tags=("harnesses",)),
+    Endpoint("PUT", H + "/{harness_id}/memories", put_memories, "Set default_memory_id and observe.",
+             "harnesses.memories.put", body=HarnessSettings, write=True, tags=("harnesses",)),
+    Endpoint("GET", H + "/{harness_id}/prime", harness_prime, "Prime: the standing records of every memory the "
+             "agent was granted, as fenced instructions within a token budget.", "harnesses.prime",
+             query=PrimeQuery, tags=("harnesses",)),
+    Endpoint("POST", H + "/{harness_id}/turns", record_turn, "Record a finished turn in the default memory "
+             "(when observe is on).", "harnesses.turn", body=Turn, status=201, write=True, tags=("harnesses",)),
+]

@@ -1,0 +1,248 @@
+"""Named and free queries (§6.4, §6.5): define, list and run them, on one memory each.
+
+The gateway keeps the named queries (gateway/state/query_schema.py), checks who may define and run
+them, and validates a run's `params` against the definer's JSON Schema; the memory's provider runs the
+statement, confined to that one memory by a means the statement cannot undo (adapters/queries.py).
+
+Privileges (§3.1): defining (or deleting) a named query needs `write`; listing needs `read`; running
+one needs `read`, since it answers with what it read, and `write` as well when it is marked so. A free
+query needs `read`, and `write` too on a provider that lets one write.
+
+A provider that does not implement `QueryingProvider`, or not the language asked, answers 422
+`memory_unsupported`; listing still answers (the list of such a memory is empty).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+from starlette.responses import JSONResponse
+
+from adapters.base import Provider
+from adapters.queries import QueryingProvider, QueryParamError, QueryResult
+from gateway.api._calls import handle_for, on_provider, record_counts
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.query_models import (
+    DefineQuery,
+    FreeQuery,
+    RunQuery,
+    check_name,
+    check_schema,
+    declared,
+    validate_params,
+)
+from gateway.api.render import page_json, place_json, record_json
+from gateway.errors import ApiError, invalid, unsupported
+from gateway.guard import require
+from gateway.providers import ProviderHandle
+from gateway.state import query_schema as q
+from gateway.state.store import now_ms
+from gateway.state.tree import MemoryNode
+from policies import access
+
+MAX_ROWS = 1000
+MAX_SECONDS = 2.0  # and never more than half the provider's timeout: the rest is for copying the memory
+
+
+def not_found() -> ApiError:
+    return ApiError(404, "memfed_query_not_found", "No such named query on this memory.", param="name")
+
+
+def querying(call: Call, node: MemoryNode, *, named: bool) -> tuple[ProviderHandle, QueryingProvider]:
+    handle = handle_for(call.services, node)
+    caps = handle.capabilities()
+    declared_ = caps.named_queries if named else bool(caps.free_query_languages)
+    if not declared_ or not isinstance(handle.provider, QueryingProvider):
+        kind = "named" if named else "free"
+        raise unsupported(f"The memory's provider ({node.provider}) does not run {kind} queries.")
+    return handle, handle.provider
+
+
+def check_language(languages: tuple[str, ...] | list[str], language: str, node: MemoryNode) -> None:
+    if language not in languages:
+        raise unsupported(f"The memory's provider ({node.provider}) runs queries in "
+                          f"{', '.join(languages) or 'no language'}, not {language!r}.", param="language")
+
+
+def bounds(handle: ProviderHandle) -> dict[str, Any]:
+    return {"max_rows": MAX_ROWS, "max_seconds": min(MAX_SECONDS, handle.config.timeout / 2)}
+
+
+async def run_on(call: Call, node: MemoryNode,
+                 fn: Callable[[QueryingProvider], Awaitable[QueryResult]]) -> QueryResult:
+    """Through the provider's handle (timeout, breaker); a parameter the statement cannot bind is the
+    caller's 422 naming it."""
+
+    async def ask(provider: Provider) -> QueryResult:
+        try:
+            return await fn(cast(QueryingProvider, provider))
+        except QueryParamError as exc:
+            raise ApiError(422, "memory_invalid", f"params.{exc.param}: {exc}",
+                           param=f"params.{exc.param}") from None
+
+    return await on_provider(call.services, node, ask, read=True)
+
+
+def query_json(row: Any) -> dict[str, Any]:
+    return {"object": "memory.query", "memory_id": row.memory_id, "name": row.name,
+            "description": row.description, "params": json.loads(row.params), "requires": row.requires,
+            "language": row.language, "body": row.body, "created_by": f"member:{row.created_by}",
+            "created_at": row.created_at, "updated_by": f"member:{row.updated_by}", "updated_at": row.updated_at}
+
+
+async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str, Any]:
+    """Records in the shape of a recall (§6.3), else the provider's rows."""
+    degraded = list(result.degraded)
+    if result.records is None:
+        return {"object": "memory.query_result", "columns": list(result.columns),
+                "rows": [list(r) for r in result.rows], "degraded": degraded}
+    tree = call.services.store.tree
+    principals = call.principal.principals
+    place = {"id": node.id, "name": node.name}
+    # No ranking and no signal produced these: score is null and why is empty.
+    results: list[dict[str, Any]] = [
+        {"record": record_json(r, tree, principals, node.id), "memory": place, "score": None, "why": []}
+        for r in result.records
+    ]
+    parent = tree.get(node.parent_id) if node.parent_id else None
+    if parent is not None and "read" not in access.effective(tree, principals, parent.id):
+        parent = None
+    children = [c for c in (tree.get(i) for i in access.readable_children(tree, principals, node.id))
+                if c is not None and "read" in access.effective(tree, principals, c.id)]
+    counts = await record_counts(call.services, [n for n in [parent, *children] if n is not None])
+    out: dict[str, Any] = {"object": "memory.recall", "results": results,
+                           "children": [place_json(c, counts.get(c.id)) for c in children],
+                           "degraded": degraded, "abstain": False}
+    if parent is not None:
+        out["parent"] = place_json(parent, counts.get(parent.id))
+    return out
+
+
+# ------------------------------------------------------------------ routes
+
+
+async def list_queries(call: Call) -> dict[str, Any]:
+    node = require(call, call.path["memory_id"], "read", "queries.list")
+    rows = await call.services.store.fetch_all(q.named_queries, order_by=q.named_queries.c.name, memory_id=node.id)
+    out = page_json((query_json(r) for r in rows), None)
+    handle = call.services.providers.get(node.provider)
+    provider = handle.provider if handle is not None else None
+    if handle is not None and isinstance(provider, QueryingProvider):
+        caps = handle.capabilities()
+        free = [{"language": lang, "write": caps.free_query_write, "schema": provider.query_schema(lang)}
+                for lang in caps.free_query_languages]
+        # What an agent needs to write a statement: the language and what the memory looks like (§6.5).
+        out["x.memfed"] = {"named_languages": list(provider.query_languages()) if caps.named_queries else [],
+                           "free": free}
+    return out
+
+
+async def define_query(call: Call) -> Any:
+    body: DefineQuery = call.body
+    name = call.path["name"]
+    check_name(name)
+    if body.name is not None and body.name != name:
+        raise invalid("name must be the one in the path.", param="name")
+    node = require(call, call.path["memory_id"], "write", "queries.define")
+    _, provider = querying(call, node, named=True)
+    check_language(provider.query_languages(), body.language, node)
+    check_schema(body.params)
+    try:
+        found = await on_provider(call.services, node,
+                                  lambda p: cast(QueryingProvider, p).check_query(body.language, body.body), read=True)
+    except ApiError as error:
+        if error.code == "memory_invalid":
+            error.param = "body"
+        raise
+    missing = [p for p in found.parameters if p not in declared(body.params)]
+    if missing:
+        raise invalid(f"body uses the parameter {missing[0]!r}, which params does not declare.", param="params")
+    created = await _store(call, node, name, body)
+    row = await call.services.store.fetch_one(q.named_queries, memory_id=node.id, name=name)
+    return JSONResponse(query_json(row), status_code=201 if created else 200)
+
+
+async def _store(call: Call, node: MemoryNode, name: str, body: DefineQuery) -> bool:
+    """Insert or replace; True when the name was new. Two definers racing on a new name both succeed,
+    the later replacing the earlier, as two replaces would."""
+    table = q.named_queries
+    stamp, who = now_ms(), call.principal.member_id
+    values = {"description": body.description, "params": json.dumps(body.params), "requires": body.requires,
+              "language": body.language, "body": body.body, "updated_by": who, "updated_at": stamp}
+    where = (table.c.memory_id == node.id, table.c.name == name)
+    engine = call.services.store.engine
+    for _ in range(2):
+        try:
+            async with engine.begin() as conn:
+                if (await conn.execute(update(table).where(*where).values(**values))).rowcount:
+                    return False
+                await conn.execute(insert(table).values(memory_id=node.id, name=name, created_by=who,
+                                                        created_at=stamp, **values))
+                return True
+        except IntegrityError:
+            continue  # defined meanwhile by another request: replace it on the second pass
+    raise ApiError(409, "memfed_query_conflict", "The query changed while it was being defined; try again.")
+
+
+async def delete_query(call: Call) -> dict[str, Any]:
+    node = require(call, call.path["memory_id"], "write", "queries.delete")
+    row = await call.services.store.fetch_one(q.named_queries, memory_id=node.id, name=call.path["name"])
+    if row is None:
+        raise not_found()
+    await call.services.store.delete_rows(q.named_queries, memory_id=node.id, name=row.name)
+    return {**query_json(row), "deleted": True}
+
+
+async def run_query(call: Call) -> dict[str, Any]:
+    body: RunQuery = call.body
+    memory_id = call.path["memory_id"]
+    node = require(call, memory_id, "read", "queries.run")
+    async with call.services.store.engine.connect() as conn:
+        table = q.named_queries
+        row = (await conn.execute(select(table).where(table.c.memory_id == node.id,
+                                                      table.c.name == call.path["name"]))).first()
+    if row is None:
+        raise not_found()
+    if row.requires == "write":
+        require(call, memory_id, "write", "queries.run")
+    schema = json.loads(row.params)
+    validate_params(schema, body.params)
+    handle, provider = querying(call, node, named=True)
+    check_language(provider.query_languages(), row.language, node)
+    # A declared parameter left out is passed as null, so a body can say `(:x IS NULL OR ...)`.
+    params = {**dict.fromkeys(declared(schema)), **body.params}
+    result = await run_on(call, node, lambda p: p.run_named(node.id, row.language, row.body, params,
+                                                            **bounds(handle)))
+    return await answer(call, node, result)
+
+
+async def free_query(call: Call) -> dict[str, Any]:
+    body: FreeQuery = call.body
+    node = require(call, call.path["memory_id"], "read", "queries.free")
+    handle, _ = querying(call, node, named=False)
+    caps = handle.capabilities()
+    check_language(caps.free_query_languages, body.language, node)
+    if caps.free_query_write:
+        require(call, node.id, "write", "queries.free")
+    result = await run_on(call, node, lambda p: p.run_free(node.id, body.language, body.statement, body.params,
+                                                           **bounds(handle)))
+    return await answer(call, node, result)
+
+
+M = "/v1/memories/{memory_id}"
+ENDPOINTS = [
+    Endpoint("GET", M + "/queries", list_queries, "The named queries of this memory, with their parameters.",
+             "queries.list", tags=("queries",)),
+    Endpoint("PUT", M + "/queries/{name}", define_query, "Define or replace a named query; needs write.",
+             "queries.define", body=DefineQuery, write=True, tags=("queries",)),
+    Endpoint("POST", M + "/queries/{name}", run_query, "Run a named query with params.", "queries.run",
+             body=RunQuery, tags=("queries",)),
+    Endpoint("DELETE", M + "/queries/{name}", delete_query, "Delete a named query; needs write.",
+             "queries.delete", write=True, tags=("queries",)),
+    Endpoint("POST", M + "/query", free_query, "Run a free query in the provider's language, confined to "
+             "this memory.", "queries.free", body=FreeQuery, tags=("queries",)),
+]

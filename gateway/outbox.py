@@ -1,0 +1,405 @@
+"""The observe outbox: episodes are committed here before their provider is asked, so none is lost.
+
+`observe` (§5.1) hands raw episodes to a memory's provider. A provider can be down, slow or resting
+behind its breaker; a turn that ended meanwhile must still be recorded. So every episode is first a
+row in `observe_outbox` (committed with its job), then sent; a send that fails for a reason that can
+pass (unavailable, timeout, rate limited, breaker open) leaves the row pending with a next attempt
+time that backs off, and the background worker (started by the app's lifespan) sends it later, first
+thing after a restart included.
+
+Exactly once, as far as the provider lets us see. A row is claimed (attempts + 1 and a lease,
+committed) before each send, so a second sender skips it. A send can still succeed at the provider
+and be lost before the row is marked delivered (a timeout whose request did land, a crash). So every
+episode carries its outbox id in `attributes["x.memfed.outbox_id"]`, and a row sent before (attempts
+already above zero at the claim) is first looked for at the provider by that id; it is sent again
+only if it is not there. The look-up recalls with a filter on that attribute, which every adapter
+memfed ships answers (natively or by scanning the memory). The bound that remains: a provider whose
+writes become visible to reads only later (eventual consistency) can, if the earlier send landed
+but is not yet visible, receive the episode twice; a crash exactly between the provider's answer
+and our commit, on such a provider, is the only way in.
+
+A delivered row keeps the record id and drops the episode's content (an erase at the provider must
+not leave a copy here). A row the provider refused outright (rejected, unsupported) or whose memory
+was deleted is `failed` and never retried; its job says so. A provider that never comes back keeps
+its memory's rows pending, in order, for as long as it is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+
+from adapters.base import (
+    Condition,
+    FileRef,
+    NewRecord,
+    Part,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RecallQuery,
+    Record,
+    Unsupported,
+    Writer,
+)
+from gateway.ids import new_id
+from gateway.state import harness_schema as h
+
+log = logging.getLogger("memfed.outbox")
+
+OUTBOX_ATTRIBUTE = "x.memfed.outbox_id"
+EPISODE = "episode"
+BACKOFF_FIRST = 1.0  # seconds before the first retry; doubled per attempt
+BACKOFF_CAP = 300.0
+POLL = 5.0  # the worker looks at least this often (rows written by another process, schedules)
+BATCH = 100
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class Episode:
+    content: tuple[Part, ...]
+    written_by: Writer
+    written_at: datetime
+    title: str | None = None
+    attributes: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one send did: `delivered` (with the record), `retry` (kept), `failed` (given up), `skipped`."""
+
+    kind: str
+    record: Record | None = None
+    error: ProviderError | None = None
+
+
+# ------------------------------------------------------------------ payloads
+
+
+def _part_json(part: Part) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": part.type, "text": part.text, "role": part.role,
+                           "text_source": part.text_source, "extra": dict(part.extra)}
+    if part.file is not None:
+        out["file"] = {"id": part.file.id, "name": part.file.name, "media_type": part.file.media_type,
+                       "bytes": part.file.bytes}
+    return out
+
+
+def _part(data: dict[str, Any]) -> Part:
+    file = data.get("file")
+    return Part(data["type"], text=data.get("text"), role=data.get("role"), text_source=data.get("text_source"),
+                extra=data.get("extra") or {}, file=FileRef(**file) if file else None)
+
+
+def encode(episode: Episode) -> str:
+    writer = episode.written_by
+    return json.dumps({
+        "content": [_part_json(p) for p in episode.content],
+        "written_by": {"kind": writer.kind, "id": writer.id, "type": writer.type,
+                       "on_behalf_of": writer.on_behalf_of},
+        "written_at": episode.written_at.isoformat(),
+        "title": episode.title,
+        "attributes": episode.attributes or {},
+    })
+
+
+def decode(payload: str, outbox_id: str) -> NewRecord:
+    data = json.loads(payload)
+    return NewRecord(
+        type=EPISODE,
+        content=tuple(_part(p) for p in data["content"]),
+        written_by=Writer(**data["written_by"]),
+        written_at=datetime.fromisoformat(data["written_at"]),
+        title=data.get("title"),
+        attributes={**data.get("attributes", {}), OUTBOX_ATTRIBUTE: outbox_id},
+    )
+
+
+# ------------------------------------------------------------------ writing and reading rows
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """A committed job and its rows, in order; `claimed` rows are the caller's to send now."""
+
+    job_id: str
+    rows: tuple[SimpleNamespace, ...]
+    claimed: bool
+
+
+async def enqueue(services: Any, memory_id: str, provider: str, episodes: Sequence[Episode],
+                  created_by: str) -> Enqueued:
+    """Commit a job and one outbox row per episode, in one transaction.
+
+    When no earlier episode of this memory is still pending, the rows are committed already claimed
+    by the caller, who sends them next (`send(..., row=...)`) and `release`s what it did not send. When
+    one is, they are left to the worker, behind it, so a memory's episodes arrive in order. Both
+    decisions ride in the one transaction: each commit of the state store is an fsync."""
+    stamp = now_ms()
+    job_id = new_id("job")
+    o = h.observe_outbox
+    async with services.store.engine.begin() as conn:
+        waiting = await conn.execute(select(o.c.id).where(o.c.memory_id == memory_id, o.c.status == "pending")
+                                     .limit(1))
+        claim = waiting.first() is None
+        lease = stamp + _lease_ms(services, provider) if claim else 0
+        rows = [{"id": "hobx_" + secrets.token_hex(16), "job_id": job_id, "seq": index, "memory_id": memory_id,
+                 "provider": provider, "payload": encode(episode), "status": "pending", "attempts": int(claim),
+                 "next_attempt_at": stamp, "lease_until": lease, "last_error": "", "record_id": None,
+                 "created_at": stamp, "delivered_at": None}
+                for index, episode in enumerate(episodes)]
+        await conn.execute(insert(h.observe_jobs).values(
+            id=job_id, memory_id=memory_id, status="pending", record_ids="[]", episodes=len(rows), error="",
+            created_by=created_by, created_at=stamp, updated_at=stamp))
+        await conn.execute(insert(o), rows)
+    return Enqueued(job_id, tuple(SimpleNamespace(**r) for r in rows), claim)
+
+
+async def release(services: Any, row_ids: Sequence[str]) -> None:
+    """Give back rows claimed at `enqueue` and never sent, as if never claimed: the worker sends them."""
+    if not row_ids:
+        return
+    o = h.observe_outbox
+    async with services.store.engine.begin() as conn:
+        await conn.execute(update(o).where(o.c.id.in_(list(row_ids)), o.c.status == "pending")
+                           .values(lease_until=0, attempts=0))
+
+
+async def job_row(services: Any, job_id: str) -> Any:
+    return await services.store.fetch_one(h.observe_jobs, id=job_id)
+
+
+async def _refresh_job(conn: Any, job_id: str) -> None:
+    o = h.observe_outbox
+    rows = list(await conn.execute(select(o.c.status, o.c.record_id, o.c.last_error)
+                                   .where(o.c.job_id == job_id).order_by(o.c.seq)))
+    statuses = {r.status for r in rows}
+    status = "failed" if "failed" in statuses else "pending" if "pending" in statuses else "completed"
+    error = next((r.last_error for r in rows if r.status == "failed"), "")
+    ids = [r.record_id for r in rows if r.status == "delivered" and r.record_id]
+    await conn.execute(update(h.observe_jobs).where(h.observe_jobs.c.id == job_id).values(
+        status=status, record_ids=json.dumps(ids), error=error, updated_at=now_ms()))
+
+
+# ------------------------------------------------------------------ sending one row
+
+
+def _lease_ms(services: Any, provider: str) -> int:
+    handle = services.providers.get(provider)
+    seconds = handle.config.timeout if handle is not None else 2.0
+    # One send is at most a dedupe read (two tries) and a write (one), each bounded by the timeout:
+    # a lease of four timeouts, and never under 30 s, outlasts it.
+    return int(max(30.0, 4 * seconds) * 1000)
+
+
+async def _claim(services: Any, row_id: str, provider: str) -> Any:
+    """Take the row for one send, or None when it is delivered, failed, or another sender holds it."""
+    o = h.observe_outbox
+    stamp = now_ms()
+    async with services.store.engine.begin() as conn:
+        claimed = await conn.execute(
+            update(o).where(o.c.id == row_id, o.c.status == "pending", o.c.lease_until < stamp)
+            .values(attempts=o.c.attempts + 1, lease_until=stamp + _lease_ms(services, provider)))
+        if not claimed.rowcount:
+            return None
+        return (await conn.execute(select(o).where(o.c.id == row_id))).first()
+
+
+async def _finish(services: Any, row: Any, **values: Any) -> None:
+    async with services.store.engine.begin() as conn:
+        await conn.execute(update(h.observe_outbox).where(h.observe_outbox.c.id == row.id).values(**values))
+        await _refresh_job(conn, row.job_id)
+
+
+def _backoff(attempts: int, error: ProviderError) -> float:
+    if isinstance(error, ProviderRateLimited) and error.retry_after:
+        return min(BACKOFF_CAP, float(error.retry_after))
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, attempts - 1))
+
+
+async def _already_there(handle: Any, memory_id: str, outbox_id: str) -> Record | None:
+    """The episode an earlier send of this row left at the provider, if any."""
+    query = RecallQuery(filters=(Condition(f"attributes.{OUTBOX_ATTRIBUTE}", "eq", outbox_id),),
+                        types=(EPISODE,), include="all", limit=1)
+    answer = await handle.call(lambda p: p.recall([memory_id], query), read=True)
+    return answer.hits[0].record if answer.hits else None
+
+
+async def send(services: Any, row_id: str, provider: str, *, row: Any = None) -> Outcome:
+    """Claim the row (or take `row`, claimed at `enqueue` by the caller) and send its episode to the
+    memory's provider; record what happened."""
+    row = row if row is not None else await _claim(services, row_id, provider)
+    if row is None:
+        return Outcome("skipped")
+    node = services.store.tree.get(row.memory_id)
+    if node is None:
+        await _finish(services, row, status="failed", last_error="the memory was deleted", lease_until=0,
+                      payload="")
+        return Outcome("failed", error=ProviderRejected("the memory was deleted"))
+    handle = services.providers.get(node.provider)
+    try:
+        if handle is None:
+            raise ProviderUnavailable(f"provider {node.provider} is not connected")
+        found = await _already_there(handle, node.id, row.id) if row.attempts > 1 else None
+        if found is None:
+            new = decode(row.payload, row.id)
+            found = await handle.call(lambda p: p.remember(node.id, new), read=False)
+    except (ProviderRejected, Unsupported) as exc:
+        await _finish(services, row, status="failed", last_error=str(exc) or exc.reason, lease_until=0)
+        return Outcome("failed", error=exc)
+    except Exception as exc:  # any other failure may pass: the row is kept and retried
+        error = exc if isinstance(exc, ProviderError) else ProviderUnavailable(type(exc).__name__)
+        if not isinstance(exc, ProviderUnavailable | ProviderTimeout):
+            log.warning("sending outbox row %s to %s failed unexpectedly: %r", row.id, node.provider, exc)
+        delay = _backoff(row.attempts, error)
+        await _finish(services, row, last_error=f"{error.reason}: {error}"[:500], lease_until=0,
+                      next_attempt_at=now_ms() + int(delay * 1000))
+        return Outcome("retry", error=error)
+    # The episode now lives at the provider; its copy here is dropped so that an erase there is not
+    # undone by a payload kept here.
+    await _finish(services, row, status="delivered", record_id=found.id, delivered_at=now_ms(), lease_until=0,
+                  last_error="", payload="")
+    return Outcome("delivered", record=found)
+
+
+async def deliver_due(services: Any, *, ignore_schedule: bool = False) -> int:
+    """One pass over the rows due now (all pending rows when `ignore_schedule`); returns how many were
+    delivered. After one failure for a memory, that memory's later rows wait, so order is kept."""
+    o = h.observe_outbox
+    stamp = now_ms()
+    query = select(o.c.id, o.c.memory_id, o.c.provider).where(o.c.status == "pending", o.c.lease_until < stamp)
+    if not ignore_schedule:
+        query = query.where(o.c.next_attempt_at <= stamp)
+    async with services.store.engine.connect() as conn:
+        due = list(await conn.execute(query.order_by(o.c.created_at, o.c.job_id, o.c.seq).limit(BATCH)))
+    blocked: set[str] = set()
+    delivered = 0
+    for row in due:
+        if row.memory_id in blocked:
+            continue
+        outcome = await send(services, row.id, row.provider)
+        if outcome.kind == "delivered":
+            delivered += 1
+        elif outcome.kind == "retry":
+            blocked.add(row.memory_id)
+    return delivered
+
+
+async def pending_count(services: Any) -> int:
+    o = h.observe_outbox
+    async with services.store.engine.connect() as conn:
+        return int((await conn.execute(select(func.count()).where(o.c.status == "pending"))).scalar_one())
+
+
+async def _next_due_in(services: Any) -> float:
+    o = h.observe_outbox
+    async with services.store.engine.connect() as conn:
+        first = (await conn.execute(select(func.min(o.c.next_attempt_at)).where(o.c.status == "pending"))).scalar()
+    if first is None:
+        return POLL
+    return min(POLL, max(0.05, (int(first) - now_ms()) / 1000))
+
+
+# ------------------------------------------------------------------ the background worker
+
+
+class Worker:
+    """Sends what is due, sleeps until the next row is due (or it is woken), and again."""
+
+    def __init__(self, services: Any) -> None:
+        self.services = services
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="memfed-outbox")
+
+    def wake(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    async def idle(self) -> None:
+        """Return once a pass has found nothing left to send now (tests and shutdown use it)."""
+        await self._idle.wait()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        first = True  # after a (re)start everything pending is sent at once, whatever its schedule
+        while True:
+            self._wake.clear()
+            try:
+                await deliver_due(self.services, ignore_schedule=first)
+                first = False
+                wait = await _next_due_in(self.services)
+                if await _nothing_due(self.services):
+                    self._idle.set()
+            except Exception:  # the worker must outlive a failing pass (a state store hiccup)
+                log.exception("outbox pass failed")
+                wait = POLL
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+
+
+async def _nothing_due(services: Any) -> bool:
+    o = h.observe_outbox
+    stamp = now_ms()
+    async with services.store.engine.connect() as conn:
+        found = await conn.execute(select(o.c.id).where(
+            o.c.status == "pending", o.c.next_attempt_at <= stamp, o.c.lease_until < stamp).limit(1))
+        return found.first() is None
+
+
+_workers: dict[int, Worker] = {}
+
+
+async def start_background(services: Any) -> Worker:
+    """Start the worker for these services (the app's lifespan calls this once)."""
+    worker = _workers.get(id(services))
+    if worker is None:
+        worker = _workers[id(services)] = Worker(services)
+        worker.start()
+    return worker
+
+
+async def stop_background(services: Any) -> None:
+    worker = _workers.pop(id(services), None)
+    if worker is not None:
+        await worker.stop()
+
+
+def wake(services: Any) -> None:
+    worker = _workers.get(id(services))
+    if worker is not None:
+        worker.wake()
+
+
+def worker_for(services: Any) -> Worker | None:
+    return _workers.get(id(services))
+
+
+def episode_now() -> datetime:
+    return datetime.now(UTC)
