@@ -228,7 +228,7 @@ async def check_member(world: World, built: Built, member: int) -> None:
         assert_no_leak(graph.text, world, built, member, f"graph {i}")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(world=worlds())
 async def test_every_member_sees_exactly_what_the_model_allows(gateway: Gateway, world: World) -> None:

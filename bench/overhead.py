@@ -1,0 +1,112 @@
+"""Gateway overhead: the same recall through memfed (a real `memfed serve`, over loopback HTTP) and
+straight into the embedded provider in-process, each at a fixed rate (open loop: requests are sent on
+schedule whether or not earlier ones have finished, so queueing shows up in the latencies).
+
+    .venv/bin/python bench/overhead.py --records 10000 --memories 10 --rate 200 --seconds 10
+
+Overhead per percentile = memfed's latency - the provider's latency at that percentile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _seed import ADMIN_KEY, percentile, seed, words
+
+from adapters.base import RecallQuery
+from adapters.local import LocalProvider
+from tests.e2e._process import ServeProcess
+
+
+def questions(count: int, seed_value: int) -> list[str]:
+    rng = random.Random(seed_value)
+    return [" ".join(words(rng, 2)) for _ in range(count)]
+
+
+async def open_loop(rate: float, count: int, call: Callable[[int], Awaitable[Any]]) -> list[float]:
+    """`count` calls started every 1/rate s; the latency of each in milliseconds."""
+    latencies: list[float] = [0.0] * count
+
+    async def one(i: int) -> None:
+        started = time.perf_counter()
+        await call(i)
+        latencies[i] = (time.perf_counter() - started) * 1000
+
+    tasks = []
+    begin = time.perf_counter()
+    for i in range(count):
+        delay = begin + i / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(i)))
+    await asyncio.gather(*tasks)
+    return latencies
+
+
+async def direct(path: Path, memory_ids: tuple[str, ...], texts: list[str], rate: float) -> list[float]:
+    provider = await LocalProvider.open(path)
+    ids = list(memory_ids)
+    try:
+        await open_loop(rate, 50, lambda i: provider.recall(ids, RecallQuery(text=texts[i], limit=10)))  # warm
+        return await open_loop(rate, len(texts), lambda i: provider.recall(ids, RecallQuery(text=texts[i], limit=10)))
+    finally:
+        await provider.close()
+
+
+async def through(server: ServeProcess, root_id: str, texts: list[str], rate: float) -> list[float]:
+    async with httpx.AsyncClient(base_url=server.base_url, headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+                                 timeout=30.0, limits=httpx.Limits(max_connections=64)) as client:
+        async def ask(i: int) -> None:
+            answer = await client.post(f"/v1/memories/{root_id}/recall", json={"text": texts[i], "limit": 10})
+            if answer.status_code != 200:
+                raise SystemExit(f"recall failed: {answer.status_code} {answer.text[:200]}")
+
+        await open_loop(rate, 50, ask)  # warm-up
+        return await open_loop(rate, len(texts), ask)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--memories", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    count = int(args.rate * args.seconds)
+    texts = questions(count, args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        seeded = asyncio.run(seed(data_dir, args.records, args.memories, args.seed))
+        records_file = data_dir / "providers" / "local" / "records.sqlite3"
+        provider_ms = asyncio.run(direct(records_file, seeded.memory_ids, texts, args.rate))
+        server = ServeProcess(data_dir, admin_key=ADMIN_KEY)
+        try:
+            gateway_ms = asyncio.run(through(server, seeded.root_id, texts, args.rate))
+        finally:
+            server.stop()
+    print(f"recall (text, limit 10) over {args.memories} memories, {args.records} records; "
+          f"{count} requests at {args.rate:.0f}/s, open loop")
+    print(f"{'':22} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
+    for label, values in (("embedded provider", provider_ms), ("through memfed (HTTP)", gateway_ms)):
+        print(f"{label:22} {percentile(values, 0.5):8.2f} {percentile(values, 0.9):8.2f} "
+              f"{percentile(values, 0.99):8.2f}")
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        overhead = percentile(gateway_ms, q) - percentile(provider_ms, q)
+        print(f"overhead {name}: {overhead:.2f} ms" + ("   (target <= 5 ms)" if name == "p99" else ""))
+
+
+if __name__ == "__main__":
+    main()
