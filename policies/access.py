@@ -181,19 +181,27 @@ def walk_down(
     Each child's privileges are derived from its parent's in one step (parent's plus its own grants, or
     only its own behind a cutoff), so a subtree of n memories costs O(n), not O(n · depth).
     """
-    start = effective(tree, principals, root_id)
-    frontier: list[tuple[str, frozenset[str]]] = [(root_id, start)]
+    # The hot loop of recall planning: the tree's methods are bound once, and a child's own grants are
+    # looked at only when it has any.
+    children_of, grants_on, is_restricted = tree.children_of, tree.grants_on, tree.is_restricted
+    frontier: list[tuple[str, frozenset[str]]] = [(root_id, effective(tree, principals, root_id))]
     level = 0
     while frontier:
         next_frontier: list[tuple[str, frozenset[str]]] = []
+        append = next_frontier.append
+        descend = depth is None or level < depth
         for memory_id, privileges in frontier:
             yield memory_id, level, privileges
-            if depth is not None and level >= depth:
+            if not descend:
                 continue
-            for child in tree.children_of(memory_id):
-                own = _own(tree, principals, child)
-                inherited = NOTHING if tree.is_restricted(child) else privileges
-                next_frontier.append((child, inherited | own if own else inherited))
+            for child in children_of(memory_id):
+                held = NOTHING if is_restricted(child) else privileges
+                grants = grants_on(child)
+                if grants:
+                    for grant in grants:
+                        if grant.principal in principals:
+                            held = held | grant.privileges
+                append((child, held))
         frontier = next_frontier
         level += 1
 
