@@ -75,7 +75,9 @@ RECORD_PREFIX = "hrec_"
 # mem0 trims entity ids, refuses inner whitespace, and reads `*` as "every entity" in filters and in
 # delete-all: an entity id is therefore held to a plain alphabet, so no memory can ever name them all.
 _ENTITY_ID = re.compile(r"[A-Za-z0-9_.:\-]+")
-PLATFORM_OR_CHUNK = 100  # memories one Platform search names in its OR; keeps a request body modest
+# Memories one Platform search names in its OR: 500 ids is a body of about 25 KB, and a recall over a
+# thousand memories on one provider then costs two vendor calls, not ten.
+PLATFORM_OR_CHUNK = 500
 _FANOUT = 4  # concurrent vendor calls one adapter call may make (OSS search, erase, counts)
 _OPTIONS = {"base_url", "variant", "entity_prefix", "timeout"}
 

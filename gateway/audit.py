@@ -168,6 +168,11 @@ class AuditLog:
         self._head: Head | None = None
         self._pos: tuple[int, int] | None = None  # the committed journal position; None: not started
 
+    @property
+    def enabled(self) -> bool:
+        """Whether decisions are kept: callers skip building reasons for a log that keeps none."""
+        return self._enabled
+
     def decide(self, entry: DecisionEntry) -> None:
         """Journal one decision: one encode and one `os.write`. Never raises, never waits on the database."""
         if not self._enabled:

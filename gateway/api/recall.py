@@ -28,6 +28,8 @@ def recall_query(call: Call, body: Recall) -> RecallQuery:
 
 def audit_plan(call: Call, root_id: str, depth: int | None, covered: tuple[str, ...], skipped: tuple[str, ...],
                capped: tuple[str, ...]) -> None:
+    if not call.services.audit.enabled:
+        return
     decisions = access.explain_subtree(call.services.store.tree, call.principal.principals, root_id, depth)
     for memory_id in covered:
         call.audit("recall.cover", memory_id, "read", True, decisions[memory_id].reason("read"))
