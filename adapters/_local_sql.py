@@ -17,15 +17,13 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from adapters.base import (
     Condition,
-    FileRef,
     Follows,
-    Part,
     ProviderRejected,
     Record,
     RecordStatus,
@@ -33,6 +31,9 @@ from adapters.base import (
     Reference,
     Signal,
     Writer,
+    part_from_json,
+    part_to_json,
+    writer_to_json,
 )
 
 SCHEMA_VERSION = 1
@@ -143,46 +144,6 @@ def to_json(value: Any, what: str) -> str:
         raise ProviderRejected(f"{what} cannot be stored as JSON: {exc}") from exc
 
 
-def _part_json(part: Part) -> dict[str, Any]:
-    # `extra` stays nested rather than merged, so an extension key named like a core one ("text")
-    # cannot be mistaken for it on the way back.
-    out: dict[str, Any] = {"type": part.type}
-    if part.text is not None:
-        out["text"] = part.text
-    if part.file is not None:
-        f = part.file
-        out["file"] = {"id": f.id, "name": f.name, "media_type": f.media_type, "bytes": f.bytes}
-    if part.role is not None:
-        out["role"] = part.role
-    if part.text_source is not None:
-        out["text_source"] = part.text_source
-    if part.extra:
-        out["extra"] = dict(part.extra)
-    return out
-
-
-def _part(data: Mapping[str, Any]) -> Part:
-    f = data.get("file")
-    return Part(
-        type=data["type"],
-        text=data.get("text"),
-        file=FileRef(f["id"], f["name"], f["media_type"], f["bytes"]) if f is not None else None,
-        role=data.get("role"),
-        text_source=data.get("text_source"),
-        extra=data.get("extra", {}),
-    )
-
-
-def _writer_json(w: Writer) -> dict[str, Any]:
-    return {
-        "kind": w.kind,
-        "id": w.id,
-        "type": w.type,
-        "on_behalf_of": w.on_behalf_of,
-        "consolidation_id": w.consolidation_id,
-    }
-
-
 def columns(record: Record) -> dict[str, Any]:
     """The row that stores one version."""
     t = record.time
@@ -194,7 +155,7 @@ def columns(record: Record) -> dict[str, Any]:
         "supersedes": record.supersedes,
         "type": record.type,
         "title": record.title,
-        "content": to_json([_part_json(p) for p in record.content], "content"),
+        "content": to_json([part_to_json(p) for p in record.content], "content"),
         "attributes": to_json(dict(record.attributes), "attributes"),
         "refs": to_json(
             [{"memory_id": r.memory_id, "record_id": r.record_id, "rel": r.rel} for r in record.references],
@@ -205,7 +166,7 @@ def columns(record: Record) -> dict[str, Any]:
             if (f := record.follows) is not None
             else None
         ),
-        "written_by": to_json(_writer_json(record.written_by), "written_by"),
+        "written_by": to_json(writer_to_json(record.written_by), "written_by"),
         "written_at": ts(t.written_at),
         "invalidated_at": ts_or_none(t.invalidated_at),
         "valid_from": ts_or_none(t.valid_from),
@@ -231,7 +192,7 @@ def record(row: Row, as_of: str | None = None) -> Record:
         id=row["record_id"],
         memory_id=row["memory_id"],
         type=row["type"],
-        content=tuple(_part(p) for p in json.loads(row["content"])),
+        content=tuple(part_from_json(p) for p in json.loads(row["content"])),
         written_by=Writer(**json.loads(row["written_by"])),
         time=RecordTime(
             written_at=written_at,

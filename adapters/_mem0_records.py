@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from adapters.base import (
-    FileRef,
     Follows,
     Part,
     Record,
@@ -30,6 +29,9 @@ from adapters.base import (
     RecordTime,
     Reference,
     Writer,
+    part_from_json,
+    part_to_json,
+    writer_to_json,
 )
 
 NAMESPACE = "memfed"
@@ -86,41 +88,12 @@ def _dt(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _part_json(part: Part) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": part.type}
-    if part.text is not None:
-        out["text"] = part.text
-    if part.file is not None:
-        out["file"] = {
-            "id": part.file.id,
-            "name": part.file.name,
-            "media_type": part.file.media_type,
-            "bytes": part.file.bytes,
-        }
-    if part.role is not None:
-        out["role"] = part.role
-    if part.text_source is not None:
-        out["text_source"] = part.text_source
-    if part.extra:
-        out["extra"] = dict(part.extra)
-    return out
-
-
-def _writer_json(writer: Writer) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": writer.kind, "id": writer.id}
-    for key in ("type", "on_behalf_of", "consolidation_id"):
-        value = getattr(writer, key)
-        if value is not None:
-            out[key] = value
-    return out
-
-
 def version_json(record: Record) -> dict[str, Any]:
     """One version, without the ids that are the same for every version of the record."""
     return {
         "type": record.type,
         "title": record.title,
-        "content": [_part_json(p) for p in record.content],
+        "content": [part_to_json(p) for p in record.content],
         "attributes": dict(record.attributes),
         "references": [
             {"memory_id": r.memory_id, "record_id": r.record_id, "rel": r.rel} for r in record.references
@@ -128,7 +101,7 @@ def version_json(record: Record) -> dict[str, Any]:
         "version": record.version,
         "supersedes": record.supersedes,
         "status": record.status,
-        "written_by": _writer_json(record.written_by),
+        "written_by": writer_to_json(record.written_by),
         "time": {
             "written_at": _dt(record.time.written_at),
             "valid_from": _dt(record.time.valid_from),
@@ -184,25 +157,10 @@ def parse_vendor_time(value: Any) -> datetime | None:
 
 
 def _part(raw: Any) -> Part:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
-        raise BadMetadata("a content part has no type")
-    file_raw = raw.get("file")
-    file = None
-    if file_raw is not None:
-        file = FileRef(
-            id=str(file_raw["id"]),
-            name=str(file_raw["name"]),
-            media_type=str(file_raw["media_type"]),
-            bytes=int(file_raw["bytes"]),
-        )
-    return Part(
-        type=raw["type"],
-        text=raw.get("text"),
-        file=file,
-        role=raw.get("role"),
-        text_source=raw.get("text_source"),
-        extra=dict(raw.get("extra") or {}),
-    )
+    try:
+        return part_from_json(raw)
+    except ValueError as exc:
+        raise BadMetadata(str(exc)) from exc
 
 
 def _writer(raw: Any) -> Writer:

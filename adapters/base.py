@@ -99,6 +99,42 @@ class Part:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+def part_to_json(part: Part, *, nest_extra: bool = True) -> dict[str, Any]:
+    """A part as JSON. Kept (nest_extra) with an extension part's own keys under "extra", so a key named
+    like a core one ("text") cannot be mistaken for it when read back; on the wire, as the chapter shows
+    parts, with them beside `type`."""
+    out: dict[str, Any] = {} if nest_extra else dict(part.extra)
+    out["type"] = part.type
+    if part.text is not None:
+        out["text"] = part.text
+    if part.file is not None:
+        f = part.file
+        out["file"] = {"id": f.id, "name": f.name, "media_type": f.media_type, "bytes": f.bytes}
+    if part.role is not None:
+        out["role"] = part.role
+    if part.text_source is not None:
+        out["text_source"] = part.text_source
+    if nest_extra and part.extra:
+        out["extra"] = dict(part.extra)
+    return out
+
+
+def part_from_json(data: Any) -> Part:
+    """The kept form back into a Part; ValueError when it is not one."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+        raise ValueError("a content part has no type")
+    f = data.get("file")
+    try:
+        file = FileRef(str(f["id"]), str(f["name"]), str(f["media_type"]), int(f["bytes"])) if f else None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"a file part is malformed: {exc}") from exc
+    extra = data.get("extra") or {}
+    if not isinstance(extra, Mapping):
+        raise ValueError("a part's extra is not an object")
+    return Part(data["type"], text=data.get("text"), file=file, role=data.get("role"),
+                text_source=data.get("text_source"), extra=dict(extra))
+
+
 @dataclass(frozen=True)
 class Reference:
     """An edge from the record that holds it to the record it names; `rel` is carried unchanged."""
@@ -117,6 +153,16 @@ class Writer:
     type: str | None = None
     on_behalf_of: str | None = None
     consolidation_id: str | None = None
+
+
+def writer_to_json(writer: Writer) -> dict[str, Any]:
+    """`{kind, id}` and whichever of type, on_behalf_of, consolidation_id are set."""
+    out: dict[str, Any] = {"kind": writer.kind, "id": writer.id}
+    for key in ("type", "on_behalf_of", "consolidation_id"):
+        value = getattr(writer, key)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from adapters.base import FileRef, Follows, Part, Record, RecordTime, Reference, Writer
+from adapters.base import FileRef, Follows, Part, Record, RecordTime, Reference, Writer, part_to_json, writer_to_json
 
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -35,35 +35,12 @@ def stamp(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _part(part: Part) -> dict[str, Any]:
-    out: dict[str, Any] = dict(part.extra)
-    out["type"] = part.type
-    if part.text is not None:
-        out["text"] = part.text
-    if part.file is not None:
-        f = part.file
-        out["file"] = {"id": f.id, "name": f.name, "media_type": f.media_type, "bytes": f.bytes}
-    if part.role is not None:
-        out["role"] = part.role
-    if part.text_source is not None:
-        out["text_source"] = part.text_source
-    return out
-
-
-def _writer(writer: Writer) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": writer.kind, "id": writer.id}
-    for key in ("type", "on_behalf_of", "consolidation_id"):
-        if getattr(writer, key) is not None:
-            out[key] = getattr(writer, key)
-    return out
-
-
 def version_json(record: Record) -> dict[str, Any]:
     """One version as an export carries it."""
     out: dict[str, Any] = {
         "type": record.type,
         "title": record.title,
-        "content": [_part(p) for p in record.content],
+        "content": [part_to_json(p, nest_extra=False) for p in record.content],
         "attributes": dict(record.attributes),
         "version": record.version,
         "status": record.status,
@@ -74,7 +51,7 @@ def version_json(record: Record) -> dict[str, Any]:
             "written_at": stamp(record.time.written_at),
             "invalidated_at": stamp(record.time.invalidated_at),
         },
-        "written_by": _writer(record.written_by),
+        "written_by": writer_to_json(record.written_by),
         "references": [{"memory_id": r.memory_id, "record_id": r.record_id, "rel": r.rel}
                        for r in record.references],
     }

@@ -42,7 +42,6 @@ from sqlalchemy import func, insert, select, update
 
 from adapters.base import (
     Condition,
-    FileRef,
     NewRecord,
     Part,
     ProviderError,
@@ -54,6 +53,8 @@ from adapters.base import (
     Record,
     Unsupported,
     Writer,
+    part_from_json,
+    part_to_json,
 )
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
@@ -93,25 +94,10 @@ class Outcome:
 # ------------------------------------------------------------------ payloads
 
 
-def _part_json(part: Part) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": part.type, "text": part.text, "role": part.role,
-                           "text_source": part.text_source, "extra": dict(part.extra)}
-    if part.file is not None:
-        out["file"] = {"id": part.file.id, "name": part.file.name, "media_type": part.file.media_type,
-                       "bytes": part.file.bytes}
-    return out
-
-
-def _part(data: dict[str, Any]) -> Part:
-    file = data.get("file")
-    return Part(data["type"], text=data.get("text"), role=data.get("role"), text_source=data.get("text_source"),
-                extra=data.get("extra") or {}, file=FileRef(**file) if file else None)
-
-
 def encode(episode: Episode) -> str:
     writer = episode.written_by
     return json.dumps({
-        "content": [_part_json(p) for p in episode.content],
+        "content": [part_to_json(p) for p in episode.content],
         "written_by": {"kind": writer.kind, "id": writer.id, "type": writer.type,
                        "on_behalf_of": writer.on_behalf_of},
         "written_at": episode.written_at.isoformat(),
@@ -124,7 +110,7 @@ def decode(payload: str, outbox_id: str) -> NewRecord:
     data = json.loads(payload)
     return NewRecord(
         type=EPISODE,
-        content=tuple(_part(p) for p in data["content"]),
+        content=tuple(part_from_json(p) for p in data["content"]),
         written_by=Writer(**data["written_by"]),
         written_at=datetime.fromisoformat(data["written_at"]),
         title=data.get("title"),

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.base import Part, Record, Reference
+from adapters.base import Part, Record, Reference, part_to_json
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
 
@@ -53,18 +53,7 @@ def place_json(node: MemoryNode, record_count: int | None) -> dict[str, Any]:
 
 
 def part_json(part: Part) -> dict[str, Any]:
-    out: dict[str, Any] = dict(part.extra)
-    out["type"] = part.type
-    if part.text is not None:
-        out["text"] = part.text
-    if part.file is not None:
-        out["file"] = {"id": part.file.id, "name": part.file.name, "media_type": part.file.media_type,
-                       "bytes": part.file.bytes}
-    if part.role is not None:
-        out["role"] = part.role
-    if part.text_source is not None:
-        out["text_source"] = part.text_source
-    return out
+    return part_to_json(part, nest_extra=False)
 
 
 def reference_json(ref: Reference, tree: Tree, principals: frozenset[str]) -> dict[str, Any]:
