@@ -76,6 +76,7 @@ CAPABILITIES = Capabilities(
 )
 
 RRF_K = 60
+READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
 T = TypeVar("T")
 
 
@@ -91,8 +92,13 @@ def fuse(places: Mapping[int, Mapping[Signal, int]], lists: int) -> dict[int, fl
 class LocalProvider(LocalQueries):
     """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(self, db: aiosqlite.Connection, readers: Sequence[aiosqlite.Connection] = ()) -> None:
         self._db = db
+        # Reads that stand alone (get, list, history, recall, count) go to their own connections, each
+        # with its own thread: SQLite runs them in parallel with each other and with a write (WAL), so a
+        # slow search does not hold up every other read behind it.
+        self._readers = list(readers)
+        self._next_reader = 0
         # aiosqlite runs one connection's statements on one thread, one at a time, so this lock costs no
         # parallelism; it keeps the statements of one operation (read current, close it, append the next)
         # from interleaving with another's, which would otherwise see or break a half-written chain.
@@ -121,7 +127,15 @@ class LocalProvider(LocalQueries):
         except BaseException:
             await db.close()
             raise
-        return cls(db)
+        readers: list[aiosqlite.Connection] = []
+        if str(path) != ":memory:":  # a private in-memory store cannot be shared between connections
+            for _ in range(READERS):
+                reader = await aiosqlite.connect(str(path), isolation_level=None)
+                reader.row_factory = aiosqlite.Row
+                await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                await reader.execute("PRAGMA query_only = ON")
+                readers.append(reader)
+        return cls(db, readers)
 
     @classmethod
     async def from_config(
@@ -141,6 +155,8 @@ class LocalProvider(LocalQueries):
         return CAPABILITIES
 
     async def close(self) -> None:
+        for reader in self._readers:
+            await reader.close()
         await self._db.close()
 
     # ----------------------------------------------------------------------- writes
@@ -377,6 +393,20 @@ class LocalProvider(LocalQueries):
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A connection for a read that stands alone: a reader of the pool when there is one."""
+        if not self._readers:
+            async with self._locked() as db:
+                yield db
+            return
+        reader = self._readers[self._next_reader % len(self._readers)]
+        self._next_reader += 1
+        try:
+            yield reader
+        except sqlite3.Error as exc:
+            raise ProviderUnavailable(f"local store: {exc}") from exc
+
+    @asynccontextmanager
+    async def _locked(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             try:
                 yield self._db
@@ -387,7 +417,7 @@ class LocalProvider(LocalQueries):
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._reading() as db:
+        async with self._locked() as db:
             # IMMEDIATE takes the write lock up front, so two processes on one file wait rather than
             # fail halfway when both read first and then try to write.
             await db.execute("BEGIN IMMEDIATE")
@@ -424,7 +454,7 @@ class LocalProvider(LocalQueries):
     async def _checkpoint(self) -> bool:
         """Fold the write-ahead log into the file and empty it; False when a reader kept it from
         completing (the log, and that reader, still hold the old pages)."""
-        async with self._reading() as db:
+        async with self._locked() as db:
             rows = list(await db.execute_fetchall(sql.CHECKPOINT))
         return not rows[0][0]
 

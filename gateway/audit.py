@@ -24,7 +24,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -175,27 +175,36 @@ class AuditLog:
 
     def decide(self, entry: DecisionEntry) -> None:
         """Journal one decision: one encode and one `os.write`. Never raises, never waits on the database."""
-        if not self._enabled:
+        self.decide_many((entry,))
+
+    def decide_many(self, entries: Sequence[DecisionEntry]) -> None:
+        """Journal several decisions of one request with one `os.write` (a recall makes one per memory)."""
+        if not self._enabled or not entries:
             return
         try:
-            try:
-                line = _line(entry)
-            except Exception:  # odd types, lone surrogates
-                line = _line_json(entry)
-            if len(line) > MAX_LINE:
-                line = _line_json(entry, cap=True)
+            lines = []
+            for entry in entries:
+                try:
+                    one = _line(entry)
+                except Exception:  # odd types, lone surrogates
+                    one = _line_json(entry)
+                if len(one) > MAX_LINE:
+                    one = _line_json(entry, cap=True)
+                lines.append(one)
+            line = b"".join(lines)
             with self._lock:
                 if (fd := self._fd) is None:
                     if self._closed or len(self._early) >= _EARLY_CAP:
                         raise RuntimeError("the log is closed" if self._closed else "too many decisions before start")
-                    self._early.append(line)
+                    self._early.extend(lines)
                     return
                 written = os.write(fd, line)
                 while written < len(line):  # a short write to a regular file: disk full or a signal
                     line = line[written:]
                     written = os.write(fd, line)
-                self._waiting += 1
-                kick = self._waiting == self._batch_size
+                before = self._waiting
+                self._waiting += len(lines)
+                kick = before < self._batch_size <= self._waiting
             if kick and self._loop is not None:  # a full batch waits: wake the flusher (from any thread)
                 with contextlib.suppress(RuntimeError):  # the loop has closed: the journal has the line
                     self._loop.call_soon_threadsafe(self._wake.set)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from cachetools import TTLCache
@@ -60,6 +61,15 @@ class Services:
             allowed=allowed,
             reason=reason,
         ))
+
+    def decide_many(self, call: Any, decisions: list[tuple[str, str | None, str | None, bool, str]]) -> None:
+        """Several decisions of one request, `(operation, memory, privilege, allowed, reason)`, in one write."""
+        principal = call.principal
+        who = principal.principal
+        groups = tuple(f"group:{g}" for g in principal.groups)
+        rid, at = call.request_id, datetime.now(UTC)  # one request's decisions share its moment
+        self.audit.decide_many([DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at)
+                                for operation, memory_id, privilege, allowed, reason in decisions])
 
     async def member_for_jwt(self, token: str) -> Member | None:
         """The member a verified JWT names, created on first sight; its groups follow the token's claim."""

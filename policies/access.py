@@ -274,6 +274,18 @@ def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
     return entries
 
 
+def children_holding(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: str) -> list[str]:
+    """Direct children on which the caller holds `privilege` (recall's `children` are those it may read)."""
+    parent_privileges = effective(tree, principals, memory_id)
+    out = []
+    for child in tree.children_of(memory_id):
+        held = NOTHING if tree.is_restricted(child) else parent_privileges
+        if privilege not in held and privilege not in _own(tree, principals, child):
+            continue
+        out.append(child)
+    return out
+
+
 def readable_children(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[str]:
     """Direct children the caller holds any privilege on (a listing never shows the others)."""
     parent_privileges = effective(tree, principals, memory_id)

@@ -31,12 +31,11 @@ def audit_plan(call: Call, root_id: str, depth: int | None, covered: tuple[str, 
     if not call.services.audit.enabled:
         return
     decisions = access.explain_subtree(call.services.store.tree, call.principal.principals, root_id, depth)
-    for memory_id in covered:
-        call.audit("recall.cover", memory_id, "read", True, decisions[memory_id].reason("read"))
-    for memory_id in skipped:
-        call.audit("recall.skip", memory_id, "read", False, decisions[memory_id].reason("read"))
-    for memory_id in capped:
-        call.audit("recall.skip", memory_id, "read", True, "readable, but beyond the recall cap")
+    call.services.decide_many(call, [
+        *(("recall.cover", m, "read", True, decisions[m].reason("read")) for m in covered),
+        *(("recall.skip", m, "read", False, decisions[m].reason("read")) for m in skipped),
+        *(("recall.skip", m, "read", True, "readable, but beyond the recall cap") for m in capped),
+    ])
 
 
 async def recall(call: Call) -> dict[str, Any]:
@@ -53,8 +52,8 @@ async def recall(call: Call) -> dict[str, Any]:
     parent_node = tree.get(node.parent_id) if node.parent_id else None
     if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
         parent_node = None
-    child_nodes = [tree.get(c) for c in access.readable_children(tree, principals, node.id)]
-    child_nodes = [c for c in child_nodes if c is not None and "read" in access.effective(tree, principals, c.id)]
+    child_nodes = [c for c in (tree.get(m) for m in access.children_holding(tree, principals, node.id, "read"))
+                   if c is not None]
     # The places to go next are counted while the providers search, not after.
     counting = asyncio.create_task(
         record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None]))
