@@ -4,7 +4,7 @@
 
 Each port serves tests/adapters/fake_mem0.py's FakeMem0 over real HTTP. `POST /__latency?ms=N` sets how
 long every later request waits before it is answered; `GET /__calls` and `DELETE /__calls` read and
-reset the request log.
+reset the request log (each call with its monotonic start and end, comparable across processes).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ class Vendor:
     def __init__(self) -> None:
         self.fake = FakeMem0("platform", KEY)
         self.latency = 0.0
-        self.calls: list[str] = []
+        self.calls: list[dict[str, Any]] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         request = Request(scope, receive)
@@ -45,13 +46,17 @@ class Vendor:
             response = JSONResponse(self.calls)
         else:
             body = await request.body()
-            self.calls.append(f"{request.method} {path}")
+            call: dict[str, Any] = {"call": f"{request.method} {path}", "start": time.monotonic()}
+            self.calls.append(call)
             if self.latency:
                 await asyncio.sleep(self.latency)
             url = httpx.URL(str(request.url)).copy_with(scheme="https", host="api.mem0.ai", port=None)
             answer = self.fake.handle(httpx.Request(request.method, url, headers=request.headers.raw, content=body))
             response = Response(answer.content, status_code=answer.status_code,
                                 headers={"content-type": answer.headers.get("content-type", "application/json")})
+            # CLOCK_MONOTONIC is one clock for every process on the machine, so the bench can line these
+            # up with its own timings.
+            call["end"] = time.monotonic()
         await response(scope, receive, send)
 
 

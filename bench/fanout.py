@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -51,7 +52,7 @@ class LoopbackVendors:
         for url in self.urls:
             httpx.post(url + "/__latency", params={"ms": ms})
 
-    def calls(self, reset: bool = False) -> list[str]:
+    def calls(self, reset: bool = False) -> list[dict[str, Any]]:
         got = [c for url in self.urls for c in httpx.get(url + "/__calls").json()]
         if reset:
             for url in self.urls:
@@ -72,7 +73,8 @@ async def main(args: argparse.Namespace) -> None:
                                 "api_key_env": "BENCH_VENDOR_KEY", "timeout": 5.0, "concurrency": 16}
                  for i, url in enumerate(vendors.urls)}
     with tempfile.TemporaryDirectory() as tmp:
-        config = make_config(Path(tmp), providers=providers, recall={"cap": args.memories + 10})
+        config = make_config(Path(tmp), providers=providers, recall={"cap": args.memories + 10},
+                             audit={"enabled": args.audit == "on"})
         async with running_gateway(config, http_client=httpx.AsyncClient(trust_env=False)) as gw:
             root = await gw.root("Root")
             branches = [await gw.child(gw.admin, root["id"], f"branch{i}", provider=f"vendor{i}")
@@ -86,24 +88,40 @@ async def main(args: argparse.Namespace) -> None:
             vendors.set_latency(args.latency_ms)
             walls: list[float] = []
             calls: list[int] = []
+            vendor_busy: list[float] = []
+            before: list[float] = []
+            after: list[float] = []
             for _ in range(args.repeat):
                 vendors.calls(reset=True)
                 gw.services.counts.clear()  # count on every run: the worst case, not the cached one
-                started = time.perf_counter()
+                started = time.monotonic()
                 answer = await gw.admin.post(f"/v1/memories/{root['id']}/recall",
                                              json={"query": "needle", "limit": 20})
-                walls.append(time.perf_counter() - started)
+                ended = time.monotonic()
+                walls.append(ended - started)
                 made_calls = vendors.calls()
                 calls.append(len(made_calls))
+                # From the first call's arrival to the last answer: the time spent at the vendors.
+                first_in, last_out = min(c["start"] for c in made_calls), max(c["end"] for c in made_calls)
+                vendor_busy.append(last_out - first_in)
+                before.append(first_in - started)
+                after.append(ended - last_out)
                 body = answer.json()
                 if answer.status_code != 200 or any(d.startswith("provider:") for d in body["degraded"]):
                     raise SystemExit(f"recall degraded: {answer.status_code} {body.get('degraded')}")
-            searches = sum(1 for c in made_calls if "search" in c)
+            searches = sum(1 for c in made_calls if "search" in c["call"])
+            gateway = [w - v for w, v in zip(walls, vendor_busy, strict=True)]
             ratios = [w / latency for w in walls]
             print(f"recall from the root over {args.memories + 4} memories on 3 loopback vendors, "
-                  f"L = {args.latency_ms} ms, {args.repeat} runs")
+                  f"L = {args.latency_ms} ms, {args.repeat} runs, decision log {args.audit}")
             print(f"wall time      p50 {statistics.median(walls) * 1000:7.1f} ms   max {max(walls) * 1000:7.1f} ms")
             print(f"wall / L       p50 {statistics.median(ratios):7.2f}      max {max(ratios):7.2f}   (target <= 1.2)")
+            print(f"at the vendors  p50 {statistics.median(vendor_busy) * 1000:7.1f} ms   "
+                  f"(first call in to last answer out, L plus the fake's own work)")
+            print(f"in the gateway  p50 {statistics.median(gateway) * 1000:7.1f} ms   max {max(gateway) * 1000:7.1f} ms"
+                  "   (wall minus time at the vendors)")
+            print(f"  of which      p50 {statistics.median(before) * 1000:7.1f} ms before the first vendor call, "
+                  f"{statistics.median(after) * 1000:.1f} ms after the last answer")
             print(f"vendor calls per recall: {statistics.median(calls):.0f} "
                   f"({searches} searches in the last run, the rest are counts of the root's children)")
             print(f"results in the last answer: {len(body['results'])}")
@@ -115,4 +133,6 @@ if __name__ == "__main__":
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--audit", choices=("on", "off"), default="on",
+                        help="the decision log logs one entry per memory the recall covers")
     asyncio.run(main(parser.parse_args()))

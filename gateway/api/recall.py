@@ -26,16 +26,30 @@ def recall_query(call: Call, body: Recall) -> RecallQuery:
     )
 
 
-def audit_plan(call: Call, root_id: str, depth: int | None, covered: tuple[str, ...], skipped: tuple[str, ...],
-               capped: tuple[str, ...]) -> None:
+AUDIT_CHUNK = 100
+
+
+async def audit_plan(call: Call, root_id: str, depth: int | None, covered: tuple[str, ...],
+                     skipped: tuple[str, ...], capped: tuple[str, ...]) -> None:
+    """One decision per memory the recall covered or skipped, with its reason.
+
+    Written a hundred at a time, yielding to the event loop in between: the providers' calls were already
+    sent, so this work runs while they answer, and other requests are not held up behind a large plan.
+    """
     if not call.services.audit.enabled:
         return
     decisions = access.explain_subtree(call.services.store.tree, call.principal.principals, root_id, depth)
-    call.services.decide_many(call, [
-        *(("recall.cover", m, "read", True, decisions[m].reason("read")) for m in covered),
-        *(("recall.skip", m, "read", False, decisions[m].reason("read")) for m in skipped),
-        *(("recall.skip", m, "read", True, "readable, but beyond the recall cap") for m in capped),
-    ])
+    pending = [
+        *(("recall.cover", m, "read", True, decisions[m]) for m in covered),
+        *(("recall.skip", m, "read", False, decisions[m]) for m in skipped),
+    ]
+    for start in range(0, len(pending), AUDIT_CHUNK):
+        await asyncio.sleep(0)
+        call.services.decide_many(call, [(op, m, priv, ok, decision.reason("read"))
+                                         for op, m, priv, ok, decision in pending[start : start + AUDIT_CHUNK]])
+    if capped:
+        call.services.decide_many(call, [("recall.skip", m, "read", True, "readable, but beyond the recall cap")
+                                         for m in capped])
 
 
 async def recall(call: Call) -> dict[str, Any]:
@@ -45,7 +59,6 @@ async def recall(call: Call) -> dict[str, Any]:
     principals = call.principal.principals
     node = require(call, call.path["memory_id"], "read", "recall")
     covered = plan(tree, principals, node.id, depth=body.depth, cap=services.config.recall_cap)
-    audit_plan(call, node.id, body.depth, covered.memory_ids, covered.skipped, covered.capped)
     by_provider: dict[str, list[str]] = {}
     for memory_id in covered.memory_ids:
         by_provider.setdefault(tree.get(memory_id).provider, []).append(memory_id)
@@ -57,9 +70,15 @@ async def recall(call: Call) -> dict[str, Any]:
     # The places to go next are counted while the providers search, not after.
     counting = asyncio.create_task(
         record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None]))
+    searching = asyncio.create_task(federation.recall(services.providers, by_provider, recall_query(call, body)))
     try:
-        answer = await federation.recall(services.providers, by_provider, recall_query(call, body))
+        # Decided before the providers were asked (the plan); logged while they answer, and always logged
+        # before the answer goes out, so a crash cannot leave an answered recall unaudited.
+        await audit_plan(call, node.id, body.depth, covered.memory_ids, covered.skipped, covered.capped)
+        answer = await searching
     finally:
+        if not searching.done():
+            searching.cancel()
         counts = await counting
     results = []
     for fed in answer.hits:
