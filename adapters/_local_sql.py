@@ -13,14 +13,13 @@ keyed by the version's `seq`, so that a recall `as_of` searches what was current
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import adapters.base as base
 from adapters.base import (
     Condition,
     Follows,
@@ -341,19 +340,12 @@ def _operand(value: Any, kind: str, field: str) -> Any:
 
 
 def encode_cursor(written_at: str, record_id: str) -> str:
-    raw = json.dumps([written_at, record_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base.encode_cursor((written_at, record_id))
 
 
 def decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        written_at, record_id = json.loads(raw)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise ProviderRejected("invalid cursor") from exc
-    if not isinstance(written_at, str) or not isinstance(record_id, str):
-        raise ProviderRejected("invalid cursor")
-    return written_at, record_id
+    written_at, record_id = base.decode_cursor(cursor, str)
+    return str(written_at), record_id
 
 
 # --------------------------------------------------------------------------- recall

@@ -10,13 +10,11 @@ matches it); ranges never compare a number with a string; instants are compared 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import adapters.base as base
 from adapters.base import Condition, Include, ProviderRejected, Record
 
 TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
@@ -43,19 +41,12 @@ def order_key(record: Record) -> tuple[int, str]:
 
 
 def encode_cursor(key: tuple[int, str]) -> str:
-    raw = json.dumps([key[0], key[1]], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base.encode_cursor(key)
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        micros, record_id = json.loads(raw)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise ProviderRejected("invalid cursor") from exc
-    if not isinstance(micros, int) or not isinstance(record_id, str):
-        raise ProviderRejected("invalid cursor")
-    return micros, record_id
+    micros, record_id = base.decode_cursor(cursor, int)
+    return int(micros), record_id
 
 
 # --------------------------------------------------------------------------- filters

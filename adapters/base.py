@@ -11,6 +11,9 @@ gateway can run against any adapter and a test of an adapter needs no gateway.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -243,6 +246,24 @@ class Erasure:
 
     erased: tuple[str, ...]
     unreachable: tuple[str, ...]
+
+
+def encode_cursor(position: tuple[str | int, str]) -> str:
+    """An opaque listing cursor for a keyset position `(order value, record id)`."""
+    raw = json.dumps(list(position), separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, order_type: type) -> tuple[Any, str]:
+    """The position a cursor from `encode_cursor` names; ProviderRejected for one this adapter did not give."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        order, record_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ProviderRejected("invalid cursor") from exc
+    if type(order) is not order_type or not isinstance(record_id, str):
+        raise ProviderRejected("invalid cursor")
+    return order, record_id
 
 
 # --------------------------------------------------------------------------- recall values

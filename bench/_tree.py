@@ -1,9 +1,4 @@
-"""A `TreeView` shaped like the gateway's in-memory tree, and random worlds to fill it, for the benches.
-
-The shape follows gateway/state/tree.py: one record per memory in a dict by id, children lists by
-parent, grants indexed by memory and by principal. It is kept separate so that a bench measures the
-policy code against a plain, stable tree rather than whatever the gateway's tree is at the moment.
-"""
+"""The gateway's in-memory tree and random worlds to fill it, for the benches."""
 
 from __future__ import annotations
 
@@ -12,6 +7,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gateway.state.tree import MemoryNode, Tree
 from policies.access import PRIVILEGES, Grant
 
 
@@ -22,51 +18,15 @@ class Node:
     restricted: bool
 
 
-class BenchTree:
-    """Nodes by id, children by parent, grants by memory and by principal. Implements TreeView."""
+class BenchTree(Tree):
+    """The gateway's own in-memory tree (gateway/state/tree.py), filled from bench `Node`s, so a bench
+    times the policies on exactly what a request walks."""
 
-    def __init__(self) -> None:
-        self._nodes: dict[str, Node] = {}
-        self._children: dict[str | None, list[str]] = {None: []}
-        self._grants_on: dict[str, list[Grant]] = {}
-        self._grants_to: dict[str, list[Grant]] = {}
-
-    def put(self, node: Node) -> None:
-        self._nodes[node.id] = node
-        self._children.setdefault(node.parent_id, []).append(node.id)
-        self._children.setdefault(node.id, [])
-
-    def add_grant(self, grant: Grant) -> None:
-        self._grants_on.setdefault(grant.memory_id, []).append(grant)
-        self._grants_to.setdefault(grant.principal, []).append(grant)
+    def put(self, node: Node) -> None:  # type: ignore[override]
+        super().put(MemoryNode(node.id, node.id, "", node.parent_id, node.restricted, "local", "bench", 0, 0))
 
     def __len__(self) -> int:
-        return len(self._nodes)
-
-    def roots(self) -> Sequence[str]:
-        return self._children[None]
-
-    # TreeView
-
-    def exists(self, memory_id: str) -> bool:
-        return memory_id in self._nodes
-
-    def parent_of(self, memory_id: str) -> str | None:
-        node = self._nodes.get(memory_id)
-        return node.parent_id if node else None
-
-    def children_of(self, memory_id: str) -> Sequence[str]:
-        return self._children.get(memory_id, ())
-
-    def is_restricted(self, memory_id: str) -> bool:
-        node = self._nodes.get(memory_id)
-        return bool(node and node.restricted)
-
-    def grants_on(self, memory_id: str) -> Sequence[Grant]:
-        return self._grants_on.get(memory_id, ())
-
-    def grants_to(self, principal: str) -> Sequence[Grant]:
-        return self._grants_to.get(principal, ())
+        return sum(1 for _ in self.all_ids())
 
 
 def grow(
