@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import adapters.base as base
@@ -101,12 +101,7 @@ BM25 = "bm25(versions_fts, 2.0, 1.0)"
 # --------------------------------------------------------------------------- time
 
 
-def utc(value: datetime) -> datetime:
-    """Naive datetimes are taken as UTC: the gateway stamps aware ones, and guessing a local zone
-    would make the same instant sort differently on two machines."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+utc = base.utc
 
 
 def ts(value: datetime) -> str:
@@ -123,14 +118,7 @@ def from_ts(value: str | None) -> datetime | None:
 
 
 def parse_instant(value: Any, what: str) -> str:
-    if isinstance(value, datetime):
-        return ts(value)
-    if isinstance(value, str):
-        try:
-            return ts(datetime.fromisoformat(value))
-        except ValueError as exc:
-            raise ProviderRejected(f"{what}: {value!r} is not an ISO 8601 instant") from exc
-    raise ProviderRejected(f"{what}: expected an instant, got {type(value).__name__}")
+    return ts(base.instant(value, what))
 
 
 # --------------------------------------------------------------------------- records <-> rows

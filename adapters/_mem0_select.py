@@ -21,9 +21,7 @@ TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def utc(value: datetime) -> datetime:
-    """Naive instants are taken as UTC, so that two stamps always compare."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+utc = base.utc
 
 
 def visible(record: Record, include: Include) -> bool:
@@ -55,14 +53,7 @@ _MISSING = object()
 
 
 def _instant(value: Any, field: str) -> datetime:
-    if isinstance(value, datetime):
-        return utc(value)
-    if isinstance(value, str):
-        try:
-            return utc(datetime.fromisoformat(value))
-        except ValueError as exc:
-            raise ProviderRejected(f"{field}: {value!r} is not an ISO 8601 instant") from exc
-    raise ProviderRejected(f"{field}: expected an instant, got {type(value).__name__}")
+    return base.instant(value, field)
 
 
 def _kind(field: str) -> str:

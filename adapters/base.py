@@ -16,7 +16,7 @@ import binascii
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 RecordStatus = Literal["active", "superseded", "forgotten"]
@@ -246,6 +246,24 @@ class Erasure:
 
     erased: tuple[str, ...]
     unreachable: tuple[str, ...]
+
+
+def utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC: the gateway stamps aware ones, and guessing a local zone would
+    make the same instant sort differently on two machines."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def instant(value: Any, what: str) -> datetime:
+    """A filter's time value (a datetime or an ISO 8601 string) as a UTC instant; ProviderRejected otherwise."""
+    if isinstance(value, datetime):
+        return utc(value)
+    if isinstance(value, str):
+        try:
+            return utc(datetime.fromisoformat(value))
+        except ValueError as exc:
+            raise ProviderRejected(f"{what}: {value!r} is not an ISO 8601 instant") from exc
+    raise ProviderRejected(f"{what}: expected an instant, got {type(value).__name__}")
 
 
 def encode_cursor(position: tuple[str | int, str]) -> str:

@@ -13,7 +13,6 @@ import json
 import re
 import tempfile
 import threading
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,8 +27,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from gateway import audit, audit_store
 from gateway.audit import REASON_CAP, AuditLog, AuditQuery, DecisionEntry
 from gateway.audit_store import FIELDS, GENESIS, InvalidCursor, chain_hash, entries_table, head_table
+from tests._postgres import fresh_schema
 
-PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 BASE = datetime(2026, 10, 4, 12, 0, 0, tzinfo=UTC)
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -44,18 +43,8 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         yield eng
         await eng.dispose()
         return
-    schema = f"audit_{uuid.uuid4().hex[:16]}"
-    admin = create_async_engine(PG_URL)
-    try:
-        async with admin.begin() as conn:
-            await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except OSError as exc:
-        await admin.dispose()
-        pytest.skip(f"PostgreSQL not reachable: {exc}")
-    yield admin.execution_options(schema_translate_map={None: schema})
-    async with admin.begin() as conn:
-        await conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-    await admin.dispose()
+    async with fresh_schema("audit") as (admin, schema):
+        yield admin.execution_options(schema_translate_map={None: schema})
 
 
 @pytest.fixture

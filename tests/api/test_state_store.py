@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from gateway.state.store import StateStore
+from tests._postgres import PG_URL, fresh_schema
 from tests.api.conftest import make_config, running_gateway
-
-PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -22,16 +19,8 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'state.sqlite3'}", None
         return
-    schema = "memfed_test_" + secrets.token_hex(6)
-    engine = create_async_engine(PG_URL)
-    async with engine.begin() as conn:
-        await conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
+    async with fresh_schema("memfed_test") as (_engine, schema):
         yield PG_URL, schema
-    finally:
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        await engine.dispose()
 
 
 async def test_everything_written_is_loaded_by_a_new_store(database: tuple[str, str | None]) -> None:
@@ -88,11 +77,7 @@ async def test_deleting_a_subtree_removes_its_rows(database: tuple[str, str | No
 @pytest.mark.postgres
 async def test_the_api_runs_on_postgresql(tmp_path: Path) -> None:
     """With state.url = postgresql://…, the gateway serves the tree, grants and records as on SQLite."""
-    schema = "memfed_api_" + secrets.token_hex(6)
-    engine = create_async_engine(PG_URL)
-    async with engine.begin() as conn:
-        await conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
+    async with fresh_schema("memfed_api") as (engine, schema):
         config = make_config(tmp_path, state={"url": "postgresql://postgres@127.0.0.1:5432/test", "schema": schema})
         async with running_gateway(config) as gw:
             root = await gw.root()
@@ -105,7 +90,3 @@ async def test_the_api_runs_on_postgresql(tmp_path: Path) -> None:
         async with engine.connect() as conn:
             count = (await conn.execute(text(f'SELECT count(*) FROM "{schema}".memories'))).scalar_one()
         assert count == 1
-    finally:
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        await engine.dispose()

@@ -11,7 +11,6 @@ import select
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.audit import AuditLog, AuditQuery
 from gateway.audit_store import entries_table
+from tests._postgres import PG_URL, fresh_schema
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("audit_crash_child.py")
-PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 
 @dataclass
@@ -44,18 +43,8 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         yield Database(url, "", engine)
         await engine.dispose()
         return
-    schema = f"audit_crash_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(PG_URL)
-    try:
-        async with admin.begin() as conn:
-            await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except OSError as exc:
-        await admin.dispose()
-        pytest.skip(f"PostgreSQL not reachable: {exc}")
-    yield Database(PG_URL, schema, admin.execution_options(schema_translate_map={None: schema}))
-    async with admin.begin() as conn:
-        await conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-    await admin.dispose()
+    async with fresh_schema("audit_crash") as (admin, schema):
+        yield Database(PG_URL, schema, admin.execution_options(schema_translate_map={None: schema}))
 
 
 def run_and_kill(db: Database, data_dir: Path, *args: str) -> None:
