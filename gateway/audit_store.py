@@ -1,39 +1,38 @@
-"""Where the decision log lives: its tables, the hash chain, verification, reading and export.
+"""Where the decision log lives: its tables, appending a chained batch, and checking the stored chain.
 
-The chain. Entries are numbered 1, 2, 3, ... with no gaps, and each carries
-    hash = sha256(prev_hash || canonical_json(entry without "hash"))
-where `prev_hash` is the previous entry's hash as 64 lowercase hex digits (ASCII bytes), the first entry's
-`prev_hash` is 64 zeros, and canonical_json is UTF-8 JSON with sorted keys and no spaces. The hashed entry
-includes its own `seq` and `prev_hash`, so an edited, deleted, inserted or reordered entry breaks the chain.
-
-`audit_head` holds the last entry's seq and hash, updated in the same transaction as every batch: it shows
-entries cut off the end, which the chain alone cannot. `audit_journals` holds how far each journal has been
-committed (see gateway.audit). SQLAlchemy Core throughout: SQLite and PostgreSQL alike.
+`audit_entries` holds the chain (see gateway.audit_chain). `audit_coverage` holds each coverage set once,
+under its digest, and `audit_coverage_items` one row per decision in it, so a question about one memory
+finds the recalls that decided on it. `audit_head` holds the last entry's seq and hash, updated in the
+same transaction as every batch: it shows entries cut off the end, which the chain alone cannot.
+`audit_journals` holds how far each journal has been committed (see gateway.audit). SQLAlchemy Core
+throughout: SQLite and PostgreSQL alike.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import json
-from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from json.encoder import encode_basestring as _str
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-GENESIS = "0" * 64
-FIELDS = ("seq", "at", "request_id", "principal", "groups", "operation", "memory_id", "privilege", "decision",
-          "reason", "prev_hash", "hash")  # fmt: skip
-ITEM = ("at", "request_id", "principal", "groups", "operation", "memory_id", "privilege", "decision", "reason")
-DECISIONS = ("allow", "deny")
-MAX_PAGE = 1000
+from gateway.audit_chain import (
+    FIELDS,
+    GENESIS,
+    ITEM,
+    ChainChecker,
+    Head,
+    VerifyReport,
+    canonical_json,
+    chain,
+    chain_hash,
+    verify_lines,
+)  # fmt: skip
+
+__all__ = ["FIELDS", "GENESIS", "ITEM", "Head", "HeadMoved", "VerifyReport", "canonical_json", "chain",
+           "chain_hash", "verify_lines"]  # fmt: skip
 
 metadata = sa.MetaData()
 _seq_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
@@ -53,10 +52,24 @@ entries_table = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("prev_hash", sa.String(64), nullable=False),
     sa.Column("hash", sa.String(64), nullable=False),
+    sa.Column("coverage", sa.String(64), nullable=True),  # the digest of the decisions a recall's plan made
     sa.Index("ix_audit_entries_principal_seq", "principal", "seq"),
     sa.Index("ix_audit_entries_memory_seq", "memory_id", "seq"),
     sa.Index("ix_audit_entries_at", "at"),
+    sa.Index("ix_audit_entries_coverage_seq", "coverage", "seq"),
 )
+coverage_table = sa.Table(
+    "audit_coverage", metadata, sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("body", sa.Text, nullable=False),
+)  # fmt: skip
+coverage_items_table = sa.Table(  # an index of audit_coverage for filtering; verify checks it matches
+    "audit_coverage_items", metadata,
+    sa.Column("digest", sa.String(64), primary_key=True), sa.Column("part", sa.Integer, primary_key=True),
+    sa.Column("memory_id", sa.Text, nullable=True), sa.Column("operation", sa.Text, nullable=False),
+    sa.Column("decision", sa.String(5), nullable=False),
+    sa.Index("ix_audit_coverage_items_memory", "memory_id", "digest"),
+    sa.Index("ix_audit_coverage_items_operation", "operation", "decision", "digest"),
+)  # fmt: skip
 head_table = sa.Table(  # one row, id 1
     "audit_head", metadata, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("seq", sa.BigInteger, nullable=False), sa.Column("hash", sa.String(64), nullable=False),
@@ -67,69 +80,42 @@ journals_table = sa.Table(
 )  # fmt: skip
 
 
-async def create_audit_tables(engine: AsyncEngine) -> None:
-    """Create the decision log's tables where missing (honours the engine's schema_translate_map)."""
-    async with engine.begin() as conn:
-        await conn.run_sync(metadata.create_all)
-
-
-def canonical_json(obj: object) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-_BODY = ('{"at":%s,"decision":%s,"groups":[%s],"memory_id":%s,"operation":%s,"prev_hash":%s,"principal":%s,'
-         '"privilege":%s,"reason":%s,"request_id":%s,"seq":%d}')  # fmt: skip
-
-
-def _body(e: Mapping[str, Any]) -> str:
-    """canonical_json of the entry without "hash": by hand (the flusher's hot spot), generic for odd values."""
-    try:
-        m, p, seq = e["memory_id"], e["privilege"], e["seq"]
-        if type(seq) is not int or type(e["groups"]) is not list:
-            raise TypeError
-        return _BODY % (_str(e["at"]), _str(e["decision"]), ",".join(map(_str, e["groups"])),
-                        "null" if m is None else _str(m), _str(e["operation"]), _str(e["prev_hash"]),
-                        _str(e["principal"]), "null" if p is None else _str(p), _str(e["reason"]),
-                        _str(e["request_id"]), seq)  # fmt: skip
-    except (TypeError, KeyError):  # encode_basestring refuses non-strings
-        return canonical_json({k: e.get(k) for k in FIELDS if k != "hash"})
-
-
-def chain_hash(entry: Mapping[str, Any]) -> str:
-    """The hash an entry must carry, given its fields and its `prev_hash`."""
-    data = str(entry.get("prev_hash")) + _body(entry)
-    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@dataclass(frozen=True)
-class Head:
-    """The last entry of the chain; `stored` says whether the audit_head row exists yet."""
-
-    seq: int = 0
-    hash: str = GENESIS
-    stored: bool = False
-
-
 class HeadMoved(Exception):
     """Another writer moved the chain's head since it was read: re-read it and chain again."""
 
 
-def chain(head: Head, items: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    """Number and hash `items` (ITEM-ordered tuples of normalized text) after `head`: audit_entries rows, in
-    column order. _body's canonical form, inlined: this is the flusher's hot loop."""
-    rows: list[tuple[Any, ...]] = []
-    seq, prev = head.seq, head.hash
-    for at, request_id, principal, groups, operation, memory_id, privilege, decision, reason in items:
-        seq += 1
-        names = ",".join(map(_str, groups))
-        body = _BODY % (_str(at), _str(decision), names, "null" if memory_id is None else _str(memory_id),
-                        _str(operation), _str(prev), _str(principal), "null" if privilege is None else _str(privilege),
-                        _str(reason), _str(request_id), seq)  # fmt: skip
-        digest = hashlib.sha256((prev + body).encode("utf-8", "surrogatepass")).hexdigest()
-        rows.append((seq, at, request_id, principal, f"[{names}]", operation, memory_id, privilege, decision, reason,
-                     prev, digest))  # fmt: skip
-        prev = digest
-    return rows
+async def create_audit_tables(engine: AsyncEngine) -> None:
+    """Create the decision log's tables where missing; a log from before coverage sets gains the column."""
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+        await conn.run_sync(_add_coverage_column)
+
+
+def _add_coverage_column(conn: sa.Connection) -> None:
+    schema = conn.schema_for_object(entries_table)
+    if "coverage" in {c["name"] for c in sa.inspect(conn).get_columns(entries_table.name, schema=schema)}:
+        return
+    quote = conn.dialect.identifier_preparer
+    name = (f"{quote.quote_schema(schema)}." if schema else "") + quote.quote(entries_table.name)
+    conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN coverage VARCHAR(64)")
+    next(i for i in entries_table.indexes if i.name == "ix_audit_entries_coverage_seq").create(conn)
+
+
+def coverage_rows(digest: str, body: str) -> list[dict[str, Any]]:
+    """audit_coverage_items rows of one coverage set (parts numbered from 1)."""
+    return [{"digest": digest, "part": n, "memory_id": d[1], "operation": d[0], "decision": d[3]}
+            for n, d in enumerate(json.loads(body), start=1)]
+
+
+async def _store_coverage(conn: AsyncConnection, sets: Mapping[str, str]) -> None:
+    """Insert the coverage sets not stored yet (the journal repeats a set after every restart)."""
+    c = coverage_table.c
+    found = set((await conn.execute(sa.select(c.digest).where(c.digest.in_(sorted(sets))))).scalars())
+    new = {d: body for d, body in sets.items() if d not in found}
+    if new:
+        await conn.execute(sa.insert(coverage_table), [{"digest": d, "body": b} for d, b in new.items()])
+        await conn.execute(sa.insert(coverage_items_table),
+                           [row for d, b in new.items() for row in coverage_rows(d, b)])
 
 
 def _insert_sql(conn: AsyncConnection) -> str | None:
@@ -144,15 +130,37 @@ def _insert_sql(conn: AsyncConnection) -> str | None:
     return f"INSERT INTO {name} ({columns}) VALUES ({marks})"  # noqa: S608 - our own names, quoted
 
 
-def _entry(row: Any) -> dict[str, Any]:
+def link(row: Any) -> dict[str, Any]:
+    """An audit_entries row as the chain hashes it: FIELDS, and `coverage` where the entry names a set."""
     m = row._mapping
     try:
         groups: Any = json.loads(m["groups_json"])
     except ValueError:
         groups = m["groups_json"]  # tampered: still hashed as found, so verify reports it
-    out = {k: m[k] for k in FIELDS if k != "groups"}
-    out["groups"] = groups
-    return {k: out[k] for k in FIELDS}
+    out = {k: (groups if k == "groups" else m[k]) for k in FIELDS}
+    if m["coverage"] is not None:
+        out["coverage"] = m["coverage"]
+    return out
+
+
+def decode_covers(body: str | None) -> Any:
+    """A stored coverage set's decisions (None: missing; a tampered body that is not JSON comes back as
+    found, so the digest check reports it)."""
+    if body is None:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body
+
+
+async def load_coverage(conn: AsyncConnection, digests: set[str]) -> dict[str, str]:
+    """Stored bodies of the given coverage sets (those missing are left out)."""
+    c = coverage_table.c
+    found: dict[str, str] = {}
+    for chunk in (sorted(digests)[i : i + 500] for i in range(0, len(digests), 500)):
+        found.update((d, b) for d, b in await conn.execute(sa.select(c.digest, c.body).where(c.digest.in_(chunk))))
+    return found
 
 
 async def load_state(engine: AsyncEngine, journal_id: str) -> tuple[Head, tuple[int, int] | None]:
@@ -171,10 +179,11 @@ async def load_state(engine: AsyncEngine, journal_id: str) -> tuple[Head, tuple[
 
 
 async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, ...]], journal_id: str,
-                       segment: int, offset: int) -> Head:  # fmt: skip
-    """Chain `items` after `head`, insert them and record the journal position, in one transaction."""
+                       segment: int, offset: int, sets: Mapping[str, str] | None = None) -> Head:  # fmt: skip
+    """Chain `items` after `head`, insert them with the coverage sets they name (`sets`: digest -> body)
+    and record the journal position, in one transaction."""
     rows = chain(head, items)
-    new = Head(rows[-1][0], rows[-1][-1], True) if rows else head
+    new = Head(rows[-1][0], rows[-1][11], True) if rows else head
     h, j = head_table.c, journals_table.c
     try:
         async with engine.begin() as conn:
@@ -185,6 +194,8 @@ async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, .
                     raise HeadMoved
             elif rows:
                 await conn.execute(sa.insert(head_table).values(id=1, seq=new.seq, hash=new.hash))
+            if sets:
+                await _store_coverage(conn, sets)
             if rows and (sql := _insert_sql(conn)) is not None:
                 await conn.exec_driver_sql(sql, rows)
             elif rows:
@@ -199,95 +210,31 @@ async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, .
     return new
 
 
-@dataclass(frozen=True)
-class VerifyReport:
-    """`broken_at` is the first sequence number where the chain breaks; `problem` says how."""
-
-    ok: bool
-    checked: int
-    broken_at: int | None = None
-    problem: str | None = None
-
-
-def _span(first: int, last: int) -> str:
-    return f"entry {first}:" if first == last else f"entries {first}..{last}:"
-
-
-class ChainChecker:
-    """Feed entries in seq order; stops at the first break and says where and what it is."""
-
-    def __init__(self, anchor: Head | None = None, remember: int = 4096) -> None:
-        self.prev, self.expect, self.checked = GENESIS, 1, 0
-        self.broken_at: int | None = None
-        self.problem: str | None = None
-        self._anchor = anchor if anchor is not None and anchor.seq > 0 else None
-        self._seen: dict[str, int] = {GENESIS: 0}  # recent hashes -> seq: tells an insertion apart
-        self._order: deque[str] = deque()
-        self._remember = remember
-
-    def _fail(self, at: int | None, problem: str) -> bool:
-        self.broken_at, self.problem = at, problem
-        self.checked = min(self.checked, at - 1) if at is not None else self.checked  # intact before the break
-        return False
-
-    def feed(self, entry: Mapping[str, Any]) -> bool:
-        seq, prev, expect = entry.get("seq"), entry.get("prev_hash"), self.expect
-        if not isinstance(seq, int) or seq < expect:
-            return self._fail(expect, f"entry {seq!r} is repeated or out of order where entry {expect} belongs")
-        if seq > expect:
-            return self._fail(expect, f"{_span(expect, seq - 1)} missing (deleted or moved)")
-        if prev != self.prev:
-            back = self._seen.get(prev) if isinstance(prev, str) else None
-            if back is not None and back < seq - 1:
-                note = f"{_span(back + 1, seq - 1)} inserted: entry {seq} links to entry {back}"
-                return self._fail(back + 1, note)
-            return self._fail(
-                seq,
-                f"entry {seq} does not link to entry {seq - 1}: an entry was deleted before it or entries "
-                "were reordered",
-            )
-        if chain_hash(entry) != entry.get("hash"):
-            return self._fail(seq, f"entry {seq} does not match its hash: it was edited")
-        if self._anchor is not None and seq == self._anchor.seq and entry.get("hash") != self._anchor.hash:
-            return self._fail(seq, f"entry {seq} is not the one this gateway wrote: the chain was rewritten")
-        self.prev, self.expect, self.checked = str(entry["hash"]), expect + 1, self.checked + 1
-        self._seen[self.prev] = seq
-        self._order.append(self.prev)
-        if len(self._order) > self._remember:
-            self._seen.pop(self._order.popleft(), None)
-        return True
-
-    def finish(self, head: Head | None) -> VerifyReport:
-        """Close the check against the recorded head (None: no head record) and the anchor."""
-        last = self.expect - 1
-        if self.problem is None and self._anchor is not None and self._anchor.seq > last:
-            self._fail(last + 1, f"{_span(last + 1, self._anchor.seq)} written by this gateway missing")
-        if self.problem is None and head is not None:
-            if head.seq > last:
-                self._fail(last + 1, f"{_span(last + 1, head.seq)} missing from the end (deleted)")
-            elif head.seq < last:
-                self._fail(head.seq + 1, f"{_span(head.seq + 1, last)} past the recorded head (inserted)")
-            elif last and head.hash != self.prev:
-                self._fail(last, f"entry {last} does not match the recorded head: it or the head was altered")
-        elif self.problem is None and last > 0:
-            self._fail(None, "the record of the chain's head is missing: entries cut from the end would not show")
-        return VerifyReport(self.problem is None, self.checked, self.broken_at, self.problem)
-
-
 async def verify(engine: AsyncEngine, anchor: Head | None = None, page: int = 2000) -> VerifyReport:
-    """Check the whole chain in seq order, then its end against audit_head (and `anchor`, if given)."""
+    """Check the whole chain in seq order, each coverage set an entry names, then the chain's end against
+    audit_head (and `anchor`, if given)."""
     checker = ChainChecker(anchor)
     e, h = entries_table.c, head_table.c
     after, retried = 0, False
+    indexed: set[str] = set()  # coverage sets whose items were checked against their body
     async with engine.connect() as conn:
         while True:
             stmt = sa.select(entries_table).where(e.seq > after).order_by(e.seq).limit(page)
-            rows = (await conn.execute(stmt)).all()
-            for row in rows:
-                if not checker.feed(_entry(row)):
+            entries = [link(row) for row in (await conn.execute(stmt)).all()]
+            needed = {x["coverage"] for x in entries if "coverage" in x}
+            bodies = await load_coverage(conn, needed) if needed else {}
+            for entry in entries:
+                if "coverage" in entry:
+                    entry["covers"] = decode_covers(bodies.get(entry["coverage"]))
+                if not checker.feed(entry):
                     return VerifyReport(False, checker.checked, checker.broken_at, checker.problem)
-                after = int(row.seq)
-            if rows:
+                digest = entry.get("coverage")
+                if digest is not None and digest not in indexed:
+                    if problem := await _index_problem(conn, digest, bodies[digest]):
+                        return VerifyReport(False, entry["seq"] - 1, entry["seq"], f"entry {entry['seq']}: {problem}")
+                    indexed.add(digest)
+                after = entry["seq"]
+            if entries:
                 retried = False
                 continue
             found = (await conn.execute(sa.select(h.seq, h.hash).where(h.id == 1))).first()
@@ -298,102 +245,12 @@ async def verify(engine: AsyncEngine, anchor: Head | None = None, page: int = 20
             return checker.finish(head)
 
 
-def verify_lines(lines: Iterable[str]) -> VerifyReport:
-    """Check an NDJSON export of a whole log without the database (its end cannot be checked: no head)."""
-    checker = ChainChecker()
-    for line in filter(str.strip, lines):
-        entry = json.loads(line)  # ValueError for a line that is not JSON
-        if not isinstance(entry, dict) or not checker.feed(entry):
-            return VerifyReport(False, checker.checked, checker.broken_at, checker.problem or "not an entry")
-    return VerifyReport(True, checker.checked)
-
-
-@dataclass(frozen=True)
-class AuditQuery:
-    """Filters for reading the log, all of which must hold; `since` is inclusive, `until` exclusive, naive
-    datetimes are UTC. `memory_ids` scopes a reader to some memories (e.g. a subtree); empty matches nothing."""
-
-    principal: str | None = None
-    memory_id: str | None = None
-    memory_ids: frozenset[str] | None = None
-    operation: str | None = None
-    decision: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    newest_first: bool = False
-
-    def __post_init__(self) -> None:
-        if self.decision is not None and self.decision not in DECISIONS:
-            raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, not {self.decision!r}")
-
-
-class InvalidCursor(ValueError):
-    """A pagination cursor this log did not hand out (or one for the other order)."""
-
-
-def stamp(at: datetime) -> str:
-    """RFC 3339 UTC with milliseconds, the form `at` is stored and compared in."""
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
-
-
-def _cursor(seq: int, newest_first: bool) -> str:
-    raw = f"{'d' if newest_first else 'a'}:{seq}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _after(cursor: str, newest_first: bool) -> int:
-    try:
-        kind, _, seq = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().partition(":")
-        value = int(seq)
-    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
-        raise InvalidCursor("malformed cursor") from exc
-    if kind != ("d" if newest_first else "a") or value < 0:
-        raise InvalidCursor("cursor does not belong to this listing order")
-    return value
-
-
-def _conditions(f: AuditQuery) -> list[sa.ColumnElement[bool]]:
-    c = entries_table.c
-    equal = ("principal", "memory_id", "operation", "decision")
-    out = [c[k] == getattr(f, k) for k in equal if getattr(f, k) is not None]
-    if f.memory_ids is not None:
-        out.append(c.memory_id.in_(sorted(f.memory_ids)) if f.memory_ids else sa.false())
-    if f.since is not None:
-        out.append(c.at >= stamp(f.since))
-    if f.until is not None:
-        out.append(c.at < stamp(f.until))
-    return out
-
-
-async def query(engine: AsyncEngine, filters: AuditQuery, cursor: str | None = None,
-                limit: int = 100) -> tuple[list[dict[str, Any]], str | None]:  # fmt: skip
-    """One page of entries matching `filters`, and the cursor for the next page (None: no more)."""
-    limit = max(1, min(int(limit), MAX_PAGE))
-    seq = entries_table.c.seq
-    stmt = sa.select(entries_table).where(*_conditions(filters))
-    if cursor is not None:
-        after = _after(cursor, filters.newest_first)
-        stmt = stmt.where(seq < after if filters.newest_first else seq > after)
-    stmt = stmt.order_by(seq.desc() if filters.newest_first else seq.asc()).limit(limit + 1)
-    async with engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
-    page = [_entry(r) for r in rows[:limit]]
-    more = len(rows) > limit
-    return page, _cursor(page[-1]["seq"], filters.newest_first) if more else None
-
-
-async def iter_entries(engine: AsyncEngine, filters: AuditQuery | None = None,
-                       page: int = 1000) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
-    """Every entry matching `filters`, in seq order, fetched a page at a time."""
-    conditions = _conditions(filters) if filters is not None else []
-    seq, after = entries_table.c.seq, 0
-    while True:
-        stmt = sa.select(entries_table).where(seq > after, *conditions).order_by(seq).limit(page)
-        async with engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
-        for row in rows:
-            yield _entry(row)
-        if len(rows) < page:
-            return
-        after = int(rows[-1].seq)
+async def _index_problem(conn: AsyncConnection, digest: str, body: str) -> str | None:
+    """Whether audit_coverage_items still says what the set says: a doctored index would hide a recall
+    from a question about one memory, so it is checked like the chain."""
+    i = coverage_items_table.c
+    stmt = sa.select(i.digest, i.part, i.memory_id, i.operation, i.decision).where(i.digest == digest)
+    found = sorted((dict(r._mapping) for r in await conn.execute(stmt)), key=lambda r: r["part"])
+    if found != coverage_rows(digest, body):
+        return f"the index of its coverage set {digest} does not match the set"
+    return None

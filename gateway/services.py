@@ -9,11 +9,12 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from gateway.audit import AuditLog, DecisionEntry
+from gateway.audit import AuditLog, Coverage, DecisionEntry
 from gateway.config import Config
 from gateway.files import FileStore
 from gateway.idempotency import Idempotency
 from gateway.providers import Providers
+from gateway.recall_plans import RecallPlans
 from gateway.state.store import Member, StateStore
 
 log = logging.getLogger("memfed.services")
@@ -33,6 +34,7 @@ class Services:
     # Record counts are a hint for a caller choosing where to look; computing them on every listing and
     # recall would cost a provider call each time, so they are kept briefly and dropped on our own writes.
     counts: TTLCache[str, int] = field(default_factory=lambda: TTLCache(maxsize=100_000, ttl=2.0))
+    plans: RecallPlans = field(default_factory=RecallPlans)
 
     def written(self, memory_id: str) -> None:
         """A write through the gateway changed this memory's records: its cached count is stale."""
@@ -70,6 +72,15 @@ class Services:
         rid, at = call.request_id, datetime.now(UTC)  # one request's decisions share its moment
         self.audit.decide_many([DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at)
                                 for operation, memory_id, privilege, allowed, reason in decisions])
+
+    def decide_plan(self, call: Any, operation: str, memory_id: str, privilege: str, sets: list[Coverage]) -> None:
+        """A recall's plan: its decisions, one per memory, as coverage sets (gateway.audit_chain)."""
+        principal = call.principal
+        count = sum(c.count for c in sets)
+        self.audit.decide_plan(DecisionEntry(
+            call.request_id, principal.principal, tuple(f"group:{g}" for g in principal.groups), operation,
+            memory_id, privilege, True, f"decided on {count} memories below and at this one: see the coverage set",
+        ), sets)
 
     async def member_for_jwt(self, token: str) -> Member | None:
         """The member a verified JWT names, created on first sight; its groups follow the token's claim."""

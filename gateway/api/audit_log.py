@@ -7,6 +7,7 @@ never names a memory the reader could not see.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,7 +16,7 @@ from pydantic import Field
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.models import Strict
 from gateway.audit import AuditQuery
-from gateway.audit_store import InvalidCursor
+from gateway.audit_query import InvalidCursor
 from gateway.errors import ApiError
 from gateway.guard import require, require_admin
 from policies import access
@@ -62,7 +63,25 @@ async def read_log(call: Call) -> dict[str, Any]:
         entries, next_cursor = await call.services.audit.query(filters, query.cursor, query.limit)
     except (InvalidCursor, ValueError) as exc:
         raise ApiError(422, "memfed_invalid_request", str(exc), param="cursor") from None
+    if scope is not None:
+        entries = [_hide_unseen(call, e) for e in entries]
     return {"object": "list", "data": entries, "next": next_cursor}
+
+
+_MEMORY_ID = re.compile(r"hmem_[0-9a-f]{32}")
+
+
+def _hide_unseen(call: Call, entry: dict[str, Any]) -> dict[str, Any]:
+    """A reason names the node a grant sits on, often above the reader's subtree: a memory the reader
+    cannot see is named only as such."""
+    tree, principals = call.services.store.tree, call.principal.principals
+
+    def named(match: re.Match[str]) -> str:
+        memory_id = match.group(0)
+        return memory_id if tree.exists(memory_id) and access.effective(tree, principals, memory_id) else \
+            "a memory you cannot see"
+
+    return {**entry, "reason": _MEMORY_ID.sub(named, entry["reason"])}
 
 
 async def verify_log(call: Call) -> dict[str, Any]:

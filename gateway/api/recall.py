@@ -13,7 +13,6 @@ from gateway.api.models import Recall
 from gateway.api.render import place_json, record_json
 from gateway.guard import require
 from policies import access
-from policies.recall import plan
 
 
 def recall_query(call: Call, body: Recall) -> RecallQuery:
@@ -26,30 +25,16 @@ def recall_query(call: Call, body: Recall) -> RecallQuery:
     )
 
 
-AUDIT_CHUNK = 100
-
-
-async def audit_plan(call: Call, root_id: str, depth: int | None, covered: tuple[str, ...],
-                     skipped: tuple[str, ...], capped: tuple[str, ...]) -> None:
-    """One decision per memory the recall covered or skipped, with its reason.
-
-    Written a hundred at a time, yielding to the event loop in between: the providers' calls were already
-    sent, so this work runs while they answer, and other requests are not held up behind a large plan.
-    """
-    if not call.services.audit.enabled:
+async def audit_plan(call: Call, root_id: str, depth: int | None) -> None:
+    """Log the decision on every memory the recall covered or skipped, with its reason, as the plan's
+    coverage sets. Runs after the providers were asked: building a new plan's reasons overlaps their work."""
+    services = call.services
+    if not services.audit.enabled:
         return
-    decisions = access.explain_subtree(call.services.store.tree, call.principal.principals, root_id, depth)
-    pending = [
-        *(("recall.cover", m, "read", True, decisions[m]) for m in covered),
-        *(("recall.skip", m, "read", False, decisions[m]) for m in skipped),
-    ]
-    for start in range(0, len(pending), AUDIT_CHUNK):
-        await asyncio.sleep(0)
-        call.services.decide_many(call, [(op, m, priv, ok, decision.reason("read"))
-                                         for op, m, priv, ok, decision in pending[start : start + AUDIT_CHUNK]])
-    if capped:
-        call.services.decide_many(call, [("recall.skip", m, "read", True, "readable, but beyond the recall cap")
-                                         for m in capped])
+    await asyncio.sleep(0)
+    sets = services.plans.coverage(services.store.tree, call.principal.principals, root_id, depth,
+                                   services.config.recall_cap)
+    services.decide_plan(call, "recall.plan", root_id, "read", sets)
 
 
 async def recall(call: Call) -> dict[str, Any]:
@@ -58,7 +43,7 @@ async def recall(call: Call) -> dict[str, Any]:
     tree = services.store.tree
     principals = call.principal.principals
     node = require(call, call.path["memory_id"], "read", "recall")
-    covered = plan(tree, principals, node.id, depth=body.depth, cap=services.config.recall_cap)
+    covered = services.plans.plan(tree, principals, node.id, body.depth, services.config.recall_cap)
     by_provider: dict[str, list[str]] = {}
     for memory_id in covered.memory_ids:
         by_provider.setdefault(tree.get(memory_id).provider, []).append(memory_id)
@@ -74,7 +59,7 @@ async def recall(call: Call) -> dict[str, Any]:
     try:
         # Decided before the providers were asked (the plan); logged while they answer, and always logged
         # before the answer goes out, so a crash cannot leave an answered recall unaudited.
-        await audit_plan(call, node.id, body.depth, covered.memory_ids, covered.skipped, covered.capped)
+        await audit_plan(call, node.id, body.depth)
         answer = await searching
     finally:
         if not searching.done():

@@ -26,9 +26,12 @@ class MemoryNode:
 
 
 class Tree:
-    """Nodes by id, children by parent, grants by memory and by principal. Implements TreeView."""
+    """Nodes by id, children by parent, grants by memory and by principal. Implements TreeView.
+
+    `version` goes up with every change, so what was computed from the tree can be kept until it does."""
 
     def __init__(self) -> None:
+        self.version = 0
         self._nodes: dict[str, MemoryNode] = {}
         self._children: dict[str | None, list[str]] = {None: []}
         self._grants_on: dict[str, list[Grant]] = {}
@@ -100,6 +103,7 @@ class Tree:
     # -- changes (called by the store after its commit)
 
     def put(self, node: MemoryNode) -> None:
+        self.version += 1
         old = self._nodes.get(node.id)
         if old is not None and old.parent_id != node.parent_id:
             self._children[old.parent_id].remove(node.id)
@@ -114,6 +118,7 @@ class Tree:
         return node
 
     def remove_subtree(self, memory_id: str) -> list[str]:
+        self.version += 1
         removed = self.subtree(memory_id)
         parent = self.parent_of(memory_id)
         self._children[parent].remove(memory_id)
@@ -126,11 +131,13 @@ class Tree:
         return removed
 
     def add_grant(self, grant: Grant) -> None:
+        self.version += 1
         self._grants_by_id[grant.id] = grant
         self._grants_on.setdefault(grant.memory_id, []).append(grant)
         self._grants_to.setdefault(grant.principal, []).append(grant)
 
     def remove_grant(self, grant_id: str) -> Grant | None:
+        self.version += 1
         grant = self._grants_by_id.pop(grant_id, None)
         if grant is None:
             return None
