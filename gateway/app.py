@@ -81,7 +81,8 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     configure_tracing(config.telemetry_exporter)
     store = await StateStore.open(config.database_url(), search_path=config.state_schema)
     providers = await Providers.open(config, http_client)
-    audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled)
+    audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled,
+                                    flush_interval=config.audit_flush_ms / 1000, batch_size=config.audit_batch_size)
     await audit_log.start()
     services = Services(
         config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),

@@ -53,8 +53,8 @@ _CHUNK, _EARLY_CAP = 1024 * 1024, 100_000  # a chunk always holds a whole line (
 class AuditLog:
     """The gateway's decision log. `decide` from anywhere; `start` before, `close` after serving."""
 
-    def __init__(self, engine: AsyncEngine, data_dir: Path, *, enabled: bool = True, flush_interval: float = 0.1,
-                 batch_size: int = 500, segment_bytes: int = 64 * 1024 * 1024) -> None:  # fmt: skip
+    def __init__(self, engine: AsyncEngine, data_dir: Path, *, enabled: bool = True, flush_interval: float = 1.0,
+                 batch_size: int = 5000, segment_bytes: int = 64 * 1024 * 1024) -> None:  # fmt: skip
         self._engine, self._enabled, self._dir = engine, enabled, Path(data_dir) / "audit-journal"
         self._interval, self._batch_size, self._segment_bytes = flush_interval, max(1, batch_size), segment_bytes
         self._lock = threading.Lock()  # guards _fd, _current, _early: decide may run in worker threads
@@ -86,32 +86,39 @@ class AuditLog:
 
     def decide_many(self, entries: Sequence[DecisionEntry]) -> None:
         """Journal several decisions of one request with one `os.write`."""
-        if not self._enabled or not entries:
-            return
-        try:
-            self._write([encoded(entry) for entry in entries])
-        except Exception:
-            self._dropped()
+        self.record([(entry, ()) for entry in entries])
 
     def decide_plan(self, entry: DecisionEntry, sets: Sequence[Coverage]) -> None:
         """Journal the decisions of a recall's plan: one entry per coverage set, each like `entry` but naming
-        its set; a set this process has not journaled yet goes first, in the same `os.write`."""
-        if not self._enabled or not sets:
+        its set."""
+        if sets:
+            self.record([(entry, sets)])
+
+    def record(self, decided: Sequence[tuple[DecisionEntry, Sequence[Coverage]]]) -> None:
+        """Journal a request's decisions with one `os.write`: each entry alone, or once per coverage set it
+        holds, naming the set. A set this process has not journaled yet goes first, in the same write."""
+        if not self._enabled or not decided:
             return
         try:
             lines: list[bytes] = []
-            for coverage in sets:
-                if coverage.digest not in self._journaled:
-                    lines.append(coverage_line(coverage))
-                lines.append(encoded(entry, coverage.digest))
-            self._write(lines, entries=len(sets))
+            entries = 0
+            for entry, sets in decided:
+                if not sets:
+                    lines.append(encoded(entry))
+                    entries += 1
+                for coverage in sets:
+                    if coverage.digest not in self._journaled:
+                        lines.append(coverage_line(coverage))
+                    lines.append(encoded(entry, coverage.digest))
+                    entries += 1
+            self._write(lines, entries)
             if len(self._journaled) > 50_000:
                 self._journaled.clear()  # sets are journaled again; the flusher stores each once
-            self._journaled.update(c.digest for c in sets)
+            self._journaled.update(c.digest for _, sets in decided for c in sets)
         except Exception:
             self._dropped()
 
-    def _write(self, lines: list[bytes], entries: int | None = None) -> None:
+    def _write(self, lines: list[bytes], entries: int) -> None:
         line = b"".join(lines)
         with self._lock:
             if (fd := self._fd) is None:
@@ -124,7 +131,7 @@ class AuditLog:
                 line = line[written:]
                 written = os.write(fd, line)
             before = self._waiting
-            self._waiting += len(lines) if entries is None else entries
+            self._waiting += entries
             kick = before < self._batch_size <= self._waiting
         if kick and self._loop is not None:  # a full batch waits: wake the flusher (from any thread)
             with contextlib.suppress(RuntimeError):  # the loop has closed: the journal has the line

@@ -52,6 +52,8 @@ class Config:
     recall_max_limit: int = 200
     file_max_bytes: int = 10 * 1024 * 1024
     audit_enabled: bool = True
+    audit_flush_ms: int = 1000
+    audit_batch_size: int = 5000
     oidc: Mapping[str, Any] | None = None
     idempotency_hours: int = 24
     telemetry_exporter: str = "none"
@@ -122,6 +124,8 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         recall_max_limit=_positive(recall, "max_limit", 200),
         file_max_bytes=_positive(files, "max_bytes", 10 * 1024 * 1024),
         audit_enabled=bool(audit.get("enabled", True)),
+        audit_flush_ms=_positive(audit, "flush_ms", 1000),
+        audit_batch_size=_positive(audit, "batch_size", 5000),
         oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
         telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),

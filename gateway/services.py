@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -52,35 +53,44 @@ class Services:
 
     def decide(self, call: Any, operation: str, memory_id: str | None, privilege: str | None,
                allowed: bool, reason: str) -> None:
-        principal = call.principal
-        self.audit.decide(DecisionEntry(
-            request_id=call.request_id,
-            principal=principal.principal if principal else "anonymous",
-            groups=tuple(f"group:{g}" for g in principal.groups) if principal else (),
-            operation=operation,
-            memory_id=memory_id,
-            privilege=privilege,
-            allowed=allowed,
-            reason=reason,
-        ))
+        self.decide_many(call, [(operation, memory_id, privilege, allowed, reason)])
 
     def decide_many(self, call: Any, decisions: list[tuple[str, str | None, str | None, bool, str]]) -> None:
-        """Several decisions of one request, `(operation, memory, privilege, allowed, reason)`, in one write."""
+        """Several decisions of one request, `(operation, memory, privilege, allowed, reason)`."""
+        if not self.audit.enabled:
+            return
         principal = call.principal
-        who = principal.principal
-        groups = tuple(f"group:{g}" for g in principal.groups)
+        who = principal.principal if principal else "anonymous"
+        groups = tuple(f"group:{g}" for g in principal.groups) if principal else ()
         rid, at = call.request_id, datetime.now(UTC)  # one request's decisions share its moment
-        self.audit.decide_many([DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at)
-                                for operation, memory_id, privilege, allowed, reason in decisions])
+        self._journal(call, [(DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at), ())
+                             for operation, memory_id, privilege, allowed, reason in decisions])
 
     def decide_plan(self, call: Any, operation: str, memory_id: str, privilege: str, sets: list[Coverage]) -> None:
         """A recall's plan: its decisions, one per memory, as coverage sets (gateway.audit_chain)."""
+        if not self.audit.enabled or not sets:
+            return
         principal = call.principal
         count = sum(c.count for c in sets)
-        self.audit.decide_plan(DecisionEntry(
-            call.request_id, principal.principal, tuple(f"group:{g}" for g in principal.groups), operation,
-            memory_id, privilege, True, f"decided on {count} memories below and at this one: see the coverage set",
-        ), sets)
+        entry = DecisionEntry(call.request_id, principal.principal, tuple(f"group:{g}" for g in principal.groups),
+                              operation, memory_id, privilege, True,
+                              f"decided on {count} memories below and at this one: see the coverage set")
+        self._journal(call, [(entry, sets)])
+
+    def _journal(self, call: Any, decided: list[tuple[DecisionEntry, Sequence[Coverage]]]) -> None:
+        # An HTTP request's decisions wait on the call and go to the journal in one write before its answer
+        # leaves (gateway.api._endpoint); anything else is journaled at once.
+        pending = getattr(call, "decisions", None)
+        if pending is not None:
+            pending.extend(decided)
+        else:
+            self.audit.record(decided)
+
+    def journal_pending(self, call: Any) -> None:
+        """Journal what a request decided so far and journal later decisions at once (a streamed answer)."""
+        pending, call.decisions = call.decisions, None
+        if pending:
+            self.audit.record(pending)
 
     async def member_for_jwt(self, token: str) -> Member | None:
         """The member a verified JWT names, created on first sight; its groups follow the token's claim."""

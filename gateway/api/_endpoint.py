@@ -37,6 +37,8 @@ class Call:
     query: Any
     path: dict[str, str]
     request_id: str
+    # Decisions made while the request is handled, journaled in one write before the answer leaves.
+    decisions: list[Any] | None = None
 
     def audit(self, operation: str, memory_id: str | None, privilege: str | None, allowed: bool,
               reason: str) -> None:
@@ -74,11 +76,14 @@ def route(endpoint: Endpoint, services: Any) -> Route:
             query = _parse_query(endpoint, request)
             body = await _parse_body(endpoint, request)
             call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
-                        request_id)
-            if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
-                response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
-            else:
-                response = await _invoke(endpoint, call)
+                        request_id, decisions=[])
+            try:
+                if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
+                    response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
+                else:
+                    response = await _invoke(endpoint, call)
+            finally:
+                services.journal_pending(call)
         except ApiError as error:
             response = error.response()
         response.headers["x-request-id"] = request_id

@@ -59,6 +59,7 @@ async def read_log(call: Call) -> dict[str, Any]:
         until=query.until,
         newest_first=query.order == "newest",
     )
+    await call.services.audit.flush()  # what was decided up to this request, not up to the last batch
     try:
         entries, next_cursor = await call.services.audit.query(filters, query.cursor, query.limit)
     except (InvalidCursor, ValueError) as exc:

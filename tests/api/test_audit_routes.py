@@ -59,16 +59,19 @@ async def test_filters_and_pagination(gateway: Gateway) -> None:
     denials = await _entries(gateway, decision="deny", operation="memories.get")
     assert len(denials) == 3 and all(e["decision"] == "deny" for e in denials)
     everything = await _entries(gateway)
-    seen: list[int] = []
+    seen: list[dict] = []  # type: ignore[type-arg]
     cursor = None
     while True:
         params = {"limit": "2", **({"cursor": cursor} if cursor else {})}
         page = (await gateway.admin.get("/v1/audit", params=params)).json()
-        seen.extend(e["seq"] for e in page["data"])
+        seen.extend(page["data"])
         cursor = page["next"]
         if not cursor:
             break
-    assert seen == [e["seq"] for e in everything]
+    # Each read stores what was decided before it, its own predecessors' reads among them: the log grows
+    # at its end while it is paged through.
+    assert [e["seq"] for e in seen[: len(everything)]] == [e["seq"] for e in everything]
+    assert {e["operation"] for e in seen[len(everything) :]} <= {"audit.read"}
 
 
 async def test_members_read_only_their_subtree_and_only_with_delete(gateway: Gateway) -> None:
@@ -126,3 +129,14 @@ async def test_export_writes_ndjson_in_order(gateway: Gateway, capsys: pytest.Ca
     assert code == 0 and lines
     assert all(e["decision"] == "deny" for e in lines)
     assert [e["seq"] for e in lines] == sorted(e["seq"] for e in lines)
+
+
+async def test_a_request_s_decisions_are_in_the_journal_when_its_answer_arrives(gateway: Gateway) -> None:
+    """A request's decisions wait on the request and reach the journal before the answer, denials too."""
+    root = await gateway.root()
+    _, stranger = await gateway.member("stranger")
+    journal = gateway.services.config.data_dir / "audit-journal"
+    for client in (gateway.admin, stranger):
+        answer = await client.post(f"/v1/memories/{root['id']}/recall", json={"text": "x"})
+        written = b"".join(p.read_bytes() for p in journal.glob("*.log"))
+        assert answer.headers["x-request-id"].encode() in written, answer.status_code
