@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -124,8 +125,13 @@ async def _server_error(request: Request, exc: Exception) -> Response:
                         .envelope(), status_code=500)
 
 
-def create_app(config: Config, *, services: Services | None = None, http_client: Any = None) -> Starlette:
-    """The app. Given `services`, it uses them as they are (tests); otherwise its lifespan opens them."""
+def create_app(config: Config, *, services: Services | None = None, http_client: Any = None,
+               freeze_heap: bool = False) -> Starlette:
+    """The app. Given `services`, it uses them as they are (tests); otherwise its lifespan opens them.
+
+    `freeze_heap` (for `memfed serve`): everything built at start-up (the tree, the routes, the imported
+    modules) is moved out of the garbage collector's sight, so its full collections, which would otherwise
+    walk all of it, stay short pauses in the middle of requests."""
     holder: dict[str, Services] = {}
 
     @contextlib.asynccontextmanager
@@ -136,6 +142,9 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
         app.state.services = current
         await bootstrap_admin(current.store)
         await outbox.start_background(current)
+        if freeze_heap:
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:

@@ -202,7 +202,7 @@ class AuditLog:
         """Commit everything journaled so far (raises if the database refuses)."""
         async with self._flush_lock:
             self._waiting = 0
-            while self._pos is not None and (batch := self._next_batch(*self._pos)) is not None:
+            while self._pos is not None and (batch := await self._next_batch(*self._pos)) is not None:
                 items, pos, sets = batch
                 before = self._pos[0]
                 if items or self._markers or sets:
@@ -231,7 +231,7 @@ class AuditLog:
                 delay = min(max(delay * 2, 0.1), 5.0)
                 log.exception("audit: flush failed; retrying in %.1fs (the journal keeps the entries)", delay)
 
-    def _next_batch(self, segment: int, offset: int) -> _Batch | None:
+    async def _next_batch(self, segment: int, offset: int) -> _Batch | None:
         """Up to batch_size entries from the position on, the position after them and the coverage sets
         journaled among them; None when caught up."""
         try:
@@ -252,7 +252,11 @@ class AuditLog:
         items: list[tuple[Any, ...]] = []
         sets: dict[str, str] = {}
         at = 0
+        lines = 0
         while at < end and len(items) < self._batch_size:
+            lines += 1
+            if lines % 250 == 0:
+                await asyncio.sleep(0)  # parsing a second's worth of lines: let requests through meanwhile
             nl = data.index(b"\n", at)
             raw, start, at = data[at:nl], offset + at, nl + 1
             try:

@@ -10,6 +10,7 @@ throughout: SQLite and PostgreSQL alike.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -178,11 +179,22 @@ async def load_state(engine: AsyncEngine, journal_id: str) -> tuple[Head, tuple[
     return head, (int(pos.segment), int(pos.byte_offset)) if pos is not None else None
 
 
+async def _chain_in_slices(head: Head, items: list[tuple[Any, ...]], size: int = 250) -> list[tuple[Any, ...]]:
+    """chain(), a slice at a time with the event loop let through in between: a second's worth of
+    decisions is milliseconds of hashing, which requests should not wait behind."""
+    rows: list[tuple[Any, ...]] = []
+    for start in range(0, len(items), size):
+        if start:
+            await asyncio.sleep(0)
+        rows.extend(chain(Head(rows[-1][0], rows[-1][11]) if rows else head, items[start : start + size]))
+    return rows
+
+
 async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, ...]], journal_id: str,
                        segment: int, offset: int, sets: Mapping[str, str] | None = None) -> Head:  # fmt: skip
     """Chain `items` after `head`, insert them with the coverage sets they name (`sets`: digest -> body)
     and record the journal position, in one transaction."""
-    rows = chain(head, items)
+    rows = await _chain_in_slices(head, items)
     new = Head(rows[-1][0], rows[-1][11], True) if rows else head
     h, j = head_table.c, journals_table.c
     try:

@@ -30,7 +30,7 @@ def serve(args: argparse.Namespace) -> int:
 
     config = _config(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    app = create_app(config)
+    app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.
     uvicorn.run(app, host=config.host, port=config.port, log_level="info", lifespan="on")
     return 0

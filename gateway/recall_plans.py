@@ -9,8 +9,9 @@ thousand memories neither walks the subtree again nor builds a thousand reasons 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from cachetools import LRUCache
 
@@ -26,6 +27,7 @@ CAPPED_REASON = "readable, but beyond the recall cap"
 class _Kept:
     plan: Plan
     coverage: list[Coverage] | None = None
+    by_provider: Mapping[str, tuple[str, ...]] | None = None
 
 
 @dataclass
@@ -48,6 +50,19 @@ class RecallPlans:
     def plan(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None, cap: int) -> Plan:
         """policies.recall.plan, computed once per tree version, caller, memory, depth and cap."""
         return self._get(tree, principals, root_id, depth, cap).plan
+
+    def by_provider(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None,
+                    cap: int) -> Mapping[str, tuple[str, ...]]:  # fmt: skip
+        """The plan's memories grouped by the provider each is bound to (a binding change is a tree change)."""
+        kept = self._get(tree, principals, root_id, depth, cap)
+        if kept.by_provider is None:
+            grouped: dict[str, list[str]] = {}
+            for memory_id in kept.plan.memory_ids:
+                node = tree.get(memory_id)
+                if node is not None:
+                    grouped.setdefault(node.provider, []).append(memory_id)
+            kept.by_provider = MappingProxyType({name: tuple(ids) for name, ids in grouped.items()})
+        return kept.by_provider
 
     def coverage(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None,
                  cap: int) -> list[Coverage]:  # fmt: skip

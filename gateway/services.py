@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Services:
     # recall would cost a provider call each time, so they are kept briefly and dropped on our own writes.
     counts: TTLCache[str, int] = field(default_factory=lambda: TTLCache(maxsize=100_000, ttl=2.0))
     plans: RecallPlans = field(default_factory=RecallPlans)
+    counting: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # counts being asked, shared
 
     def written(self, memory_id: str) -> None:
         """A write through the gateway changed this memory's records: its cached count is stale."""

@@ -106,7 +106,17 @@ async def record_counts(services: Any, nodes: Iterable[MemoryNode]) -> dict[str,
             log.info("counting records on %s failed", name)
             return {}
 
-    answers = await asyncio.gather(*(count_on(name, ids) for name, ids in by_provider.items()))
+    def shared(name: str, ids: list[str]) -> Awaitable[Mapping[str, int]]:
+        # When the cached counts expire, every request in flight would count the same memories again;
+        # they wait for the one count already asked instead.
+        key = (name, tuple(ids))
+        task = services.counting.get(key)
+        if task is None:
+            task = services.counting[key] = asyncio.ensure_future(count_on(name, ids))
+            task.add_done_callback(lambda _: services.counting.pop(key, None))
+        return asyncio.shield(task)
+
+    answers = await asyncio.gather(*(shared(name, ids) for name, ids in by_provider.items()))
     for ids, got in zip(by_provider.values(), answers, strict=True):
         for memory_id in ids:
             counts[memory_id] = got.get(memory_id) if got else None

@@ -44,9 +44,9 @@ async def recall(call: Call) -> dict[str, Any]:
     principals = call.principal.principals
     node = require(call, call.path["memory_id"], "read", "recall")
     covered = services.plans.plan(tree, principals, node.id, body.depth, services.config.recall_cap)
-    by_provider: dict[str, list[str]] = {}
-    for memory_id in covered.memory_ids:
-        by_provider.setdefault(tree.get(memory_id).provider, []).append(memory_id)
+    by_provider = services.plans.by_provider(tree, principals, node.id, body.depth, services.config.recall_cap)
+    # The search is the answer's critical path: its calls go out first.
+    searching = asyncio.create_task(federation.recall(services.providers, by_provider, recall_query(call, body)))
     parent_node = tree.get(node.parent_id) if node.parent_id else None
     if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
         parent_node = None
@@ -55,10 +55,9 @@ async def recall(call: Call) -> dict[str, Any]:
     # The places to go next are counted while the providers search, not after.
     counting = asyncio.create_task(
         record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None]))
-    searching = asyncio.create_task(federation.recall(services.providers, by_provider, recall_query(call, body)))
     try:
-        # Decided before the providers were asked (the plan); logged while they answer, and always logged
-        # before the answer goes out, so a crash cannot leave an answered recall unaudited.
+        # Decided before the providers were asked (the plan), logged while they answer; the request's
+        # decisions reach the journal before the answer goes out, so a crash cannot leave it unaudited.
         await audit_plan(call, node.id, body.depth)
         answer = await searching
     finally:

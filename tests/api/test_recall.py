@@ -165,3 +165,31 @@ async def test_graph_edges_into_unreadable_memories_are_unavailable(gateway: Gat
     assert t["hr"]["id"] not in str(body)
     hops = await reader.post(f"/v1/memories/{t['sales']['id']}/graph", json={"hops": 4})
     assert hops.status_code == 422
+
+
+async def test_concurrent_recalls_share_one_count_of_the_children(gateway: Gateway) -> None:
+    """When the cached counts are gone, recalls arriving together wait for one count, not one each; each
+    still gets the children's counts and the server-timing of its own work."""
+    import asyncio
+
+    t = await _tree(gateway)
+    handle = gateway.services.providers.get("local")
+    assert handle is not None
+    counted = 0
+    original = handle.provider.count
+
+    async def slow_count(memory_ids: Any) -> Any:
+        nonlocal counted
+        counted += 1
+        await asyncio.sleep(0.05)
+        return await original(memory_ids)
+
+    handle.provider.count = slow_count  # type: ignore[method-assign]
+    gateway.services.counts.clear()
+    answers = await asyncio.gather(*(gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
+                                                        json={"text": "renewal"}) for _ in range(5)))
+    assert counted == 1
+    for answer in answers:
+        assert answer.status_code == 200
+        assert {c["name"]: c["records"]["count"] for c in answer.json()["children"]} == {"Sales": 1, "HR": 1}  # admin reads HR
+        assert answer.headers["server-timing"].startswith("app;dur=")
