@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from adapters.base import Condition, RecallQuery
 from gateway import federation
@@ -13,6 +15,8 @@ from gateway.api.models import Recall
 from gateway.api.render import place_json, record_json
 from gateway.guard import require
 from policies import access
+
+T = TypeVar("T")
 
 
 def recall_query(call: Call, body: Recall) -> RecallQuery:
@@ -37,6 +41,14 @@ async def audit_plan(call: Call, root_id: str, depth: int | None) -> None:
     services.decide_plan(call, "recall.plan", root_id, "read", sets)
 
 
+async def _timed(call: Call, name: str, work: Awaitable[T]) -> T:
+    started = time.perf_counter()
+    try:
+        return await work
+    finally:
+        call.timings[name] = (time.perf_counter() - started) * 1000
+
+
 async def recall(call: Call) -> dict[str, Any]:
     body: Recall = call.body
     services = call.services
@@ -46,7 +58,8 @@ async def recall(call: Call) -> dict[str, Any]:
     covered = services.plans.plan(tree, principals, node.id, body.depth, services.config.recall_cap)
     by_provider = services.plans.by_provider(tree, principals, node.id, body.depth, services.config.recall_cap)
     # The search is the answer's critical path: its calls go out first.
-    searching = asyncio.create_task(federation.recall(services.providers, by_provider, recall_query(call, body)))
+    searching = asyncio.create_task(
+        _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body))))
     parent_node = tree.get(node.parent_id) if node.parent_id else None
     if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
         parent_node = None

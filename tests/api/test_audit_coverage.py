@@ -76,7 +76,7 @@ async def test_each_memory_decided_reads_as_its_own_decision(gateway: Gateway) -
 
 async def test_pages_walk_every_decision_once_in_both_orders(gateway: Gateway) -> None:
     """Pages of 2 over entries holding sets of 4 decisions neither repeat nor skip any, either way."""
-    root, kids, reader = await _tree(gateway)
+    root, _kids, reader = await _tree(gateway)
     for _ in range(3):
         await reader.post(f"/v1/memories/{root['id']}/recall", json={"text": "x"})
     await gateway.services.audit.flush()
