@@ -14,10 +14,11 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gateway import outbox
+from gateway.answers import JSONAnswer
 from gateway.api import access as access_api
 from gateway.api import (
     agent,
@@ -121,7 +122,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error", exc_info=exc)
-    return JSONResponse(ApiError(500, "memfed_internal_error", "The server failed; the error is logged.")
+    return JSONAnswer(ApiError(500, "memfed_internal_error", "The server failed; the error is logged.")
                         .envelope(), status_code=500)
 
 

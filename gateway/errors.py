@@ -10,6 +10,8 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from gateway.answers import JSONAnswer
+
 _TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -55,7 +57,7 @@ class ApiError(Exception):
         }
 
     def response(self) -> JSONResponse:
-        return JSONResponse(self.envelope(), status_code=self.status, headers=self.headers)
+        return JSONAnswer(self.envelope(), status_code=self.status, headers=self.headers)
 
 
 def memory_not_found() -> ApiError:

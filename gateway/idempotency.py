@@ -15,6 +15,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
+from gateway.answers import JSONAnswer
 from gateway.errors import ApiError
 from gateway.state import schema as t
 from gateway.state.store import StateStore, now_ms
@@ -43,7 +44,7 @@ class Idempotency:
                     raise ApiError(422, "memfed_idempotency_key_reused",
                                    "This Idempotency-Key was used with a different request.",
                                    param="Idempotency-Key")
-                replay = JSONResponse(json.loads(row.body), status_code=row.status)
+                replay = JSONAnswer(json.loads(row.body), status_code=row.status)
                 replay.headers["idempotent-replayed"] = "true"
                 return replay
             response = await work()

@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.answers import JSONAnswer
 from gateway.auth import Principal, authenticate
 from gateway.errors import ApiError
 from gateway.ids import new_id
@@ -107,7 +108,7 @@ async def _invoke(endpoint: Endpoint, call: Call) -> Response:
     result = await endpoint.handler(call)
     if isinstance(result, Response):
         return result
-    return JSONResponse(result, status_code=endpoint.status)
+    return JSONAnswer(result, status_code=endpoint.status)
 
 
 def _request_id(request: Request) -> str:

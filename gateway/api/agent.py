@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
 from gateway import outbox
 from gateway import prime as priming
+from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.agent_models import Observe, PrimeQuery
@@ -161,10 +162,10 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
     if stopped is None and not deferred:
         tree, principals = services.store.tree, call.principal.principals
         body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
-        return JSONResponse(body, status_code=201)
+        return JSONAnswer(body, status_code=201)
     job = await outbox.job_row(services, job_id)
     body.update(records=[], job={"id": job_id, "status": job.status if job is not None else "pending"})
-    return JSONResponse(body, status_code=202)
+    return JSONAnswer(body, status_code=202)
 
 
 async def observe(call: Call) -> JSONResponse:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import update
-from starlette.responses import JSONResponse
 
 from gateway import outbox
 from gateway import prime as priming
+from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.agent import log_prime, observe_episodes, prime_memory
 from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery, Turn
@@ -204,9 +204,9 @@ async def record_turn(call: Call) -> Any:
     row = await load(call, "harnesses.turn")
     base = {"object": "harness.turn", "harness_id": row.id}
     if not row.observe:
-        return JSONResponse({**base, "observed": False, "reason": "observe is off"}, status_code=200)
+        return JSONAnswer({**base, "observed": False, "reason": "observe is off"}, status_code=200)
     if not row.default_memory_id:
-        return JSONResponse({**base, "observed": False, "reason": "no default memory"}, status_code=200)
+        return JSONAnswer({**base, "observed": False, "reason": "no default memory"}, status_code=200)
     store = call.services.store
     principals = agent_principals(store, row.agent_member_id)
     node = store.tree.get(row.default_memory_id)

@@ -20,10 +20,10 @@ from typing import Any, cast
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
-from starlette.responses import JSONResponse
 
 from adapters.base import Provider
 from adapters.queries import QueryingProvider, QueryParamError, QueryResult
+from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.query_models import (
@@ -163,7 +163,7 @@ async def define_query(call: Call) -> Any:
         raise invalid(f"body uses the parameter {missing[0]!r}, which params does not declare.", param="params")
     created = await _store(call, node, name, body)
     row = await call.services.store.fetch_one(q.named_queries, memory_id=node.id, name=name)
-    return JSONResponse(query_json(row), status_code=201 if created else 200)
+    return JSONAnswer(query_json(row), status_code=201 if created else 200)
 
 
 async def _store(call: Call, node: MemoryNode, name: str, body: DefineQuery) -> bool:
