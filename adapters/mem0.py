@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import httpx
+from cachetools import LRUCache
 
 from adapters import _mem0_records as records
 from adapters import _mem0_select as select
@@ -128,6 +129,7 @@ class Mem0Provider:
             raise ValueError("the mem0 Platform needs an API key")
         self.variant = variant
         self._prefix = entity_prefix
+        self._entities: LRUCache[str, str] = LRUCache(maxsize=200_000)
         self._wire = Wire(client, base_url=base_url, key=Secret(api_key), dialect=dialect, timeout=timeout)
         self._capabilities = _capabilities(dialect.searches_many_memories)
 
@@ -171,9 +173,12 @@ class Mem0Provider:
     # ------------------------------------------------------------------ identity
 
     def _entity(self, memory_id: str) -> str:
-        if not _ENTITY_ID.fullmatch(memory_id):
-            raise ProviderRejected("a memory id mem0 cannot hold as an entity id")
-        return self._prefix + memory_id
+        # Kept: a recall over a thousand memories asks for every entity id, on the event loop.
+        if (entity := self._entities.get(memory_id)) is None:
+            if not _ENTITY_ID.fullmatch(memory_id):
+                raise ProviderRejected("a memory id mem0 cannot hold as an entity id")
+            entity = self._entities[memory_id] = self._prefix + memory_id
+        return entity
 
     @staticmethod
     def _vendor_id(record_id: str) -> str | None:
@@ -458,8 +463,11 @@ class Mem0Provider:
         top_k = min(SEARCH_CAP, max(query.limit * 2, query.limit + 10))
         while True:
             items, exhausted = await self._vendor_search(list(by_entity), query.query or "", top_k)
+            # One ranking over all memories: mem0 scores every entity with the same embedding. Items are
+            # put in the final order first and decoded only until `limit` are kept: decoding is most of
+            # the gateway's work on an answer, and the rest could never be returned.
             hits: dict[str, Hit] = {}
-            for item in items:
+            for item in sorted(items, key=lambda i: _rank_key(i, by_entity)):
                 memory_id = by_entity.get(str(item.get("user_id")))
                 stored = self._stored(item, memory_id) if memory_id else None
                 if stored is None or not self._keep(stored.current, query):
@@ -468,8 +476,9 @@ class Mem0Provider:
                 if not isinstance(score, int | float) or isinstance(score, bool):
                     raise ProviderUnavailable("mem0 answered a search without scores")
                 hits.setdefault(stored.current.id, Hit(stored.current, float(score), why))
-            # One ranking over all memories: mem0 scores every entity with the same embedding.
-            ranked = sorted(hits.values(), key=lambda h: (-h.score, h.record.memory_id, h.record.id))
+                if len(hits) == query.limit:
+                    break
+            ranked = list(hits.values())
             if len(ranked) >= query.limit or exhausted or top_k >= SEARCH_CAP:
                 return ranked
             top_k = min(SEARCH_CAP, top_k * 4)
@@ -505,6 +514,14 @@ class Mem0Provider:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _rank_key(item: Mapping[str, Any], by_entity: Mapping[str, str]) -> tuple[float, str, str]:
+    """A search item's place in the answer: best score first, then memory id, then record id (a record id
+    is the vendor id behind one fixed prefix, so ordering by the one orders by the other)."""
+    score = item.get("score")
+    rank = -float(score) if isinstance(score, int | float) and not isinstance(score, bool) else float("inf")
+    return rank, by_entity.get(str(item.get("user_id")), ""), str(item.get("id"))
 
 
 async def _bounded(call: Callable[[A], Awaitable[T]], items: Sequence[A]) -> list[T]:

@@ -1,8 +1,8 @@
 """Fan-out: one recall from a root over 1,000 memories spread over 3 providers, each a fake vendor on
 loopback HTTP that answers every request after L milliseconds.
 
-The vendors speak the mem0 Platform dialect (tests/adapters/fake_mem0.py behind a real HTTP server, in a
-process of their own), which can search many memories in one call. The gateway runs in this process and
+The vendors speak the mem0 Platform dialect (tests/adapters/fake_mem0.py behind a real HTTP server, each
+in a process of its own), which can search many memories in one call. The gateway runs in this process and
 reaches them over loopback. Prints
 wall time / L (target at most 1.2) and the vendor calls one recall made.
 
@@ -33,21 +33,22 @@ KEY = "bench-vendor-key"
 
 
 class LoopbackVendors:
-    """Three fake vendors served by bench/_vendor_server.py in a process of their own."""
+    """Fake vendors served by bench/_vendor_server.py, each in a process of its own (as three vendors
+    would be: one vendor's own work does not wait behind another's)."""
 
     def __init__(self, count: int) -> None:
         self.ports = [free_port() for _ in range(count)]
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         # One client for the bench's own control calls: a new client per call leaves SSL contexts and
         # pools behind, whose collection would then land inside the next timed recall.
         self.control = httpx.Client(timeout=5.0)
-        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         script = Path(__file__).resolve().parent / "_vendor_server.py"
-        self.process = subprocess.Popen([sys.executable, str(script), *map(str, self.ports)],
-                                        stdout=subprocess.PIPE)
+        self.processes = [subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE)
+                          for port in self.ports]
         for url in self.urls:
             for _ in range(200):
                 try:
-                    httpx.get(url + "/__calls", timeout=0.5)
+                    self.control.get(url + "/__calls", timeout=0.5)
                     break
                 except httpx.HTTPError:
                     time.sleep(0.05)
@@ -65,8 +66,9 @@ class LoopbackVendors:
 
     def stop(self) -> None:
         self.control.close()
-        self.process.terminate()
-        self.process.wait()
+        for process in self.processes:
+            process.terminate()
+            process.wait()
 
 
 async def main(args: argparse.Namespace) -> None:
