@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import httpx
-from cachetools import LRUCache
 
 from adapters import _mem0_records as records
 from adapters import _mem0_select as select
@@ -129,7 +128,7 @@ class Mem0Provider:
             raise ValueError("the mem0 Platform needs an API key")
         self.variant = variant
         self._prefix = entity_prefix
-        self._entities: LRUCache[str, str] = LRUCache(maxsize=200_000)
+        self._entities: dict[str, str] = {}  # memory id -> entity id, checked once (a dict: read per item)
         self._wire = Wire(client, base_url=base_url, key=Secret(api_key), dialect=dialect, timeout=timeout)
         self._capabilities = _capabilities(dialect.searches_many_memories)
 
@@ -177,6 +176,8 @@ class Mem0Provider:
         if (entity := self._entities.get(memory_id)) is None:
             if not _ENTITY_ID.fullmatch(memory_id):
                 raise ProviderRejected("a memory id mem0 cannot hold as an entity id")
+            if len(self._entities) >= 200_000:
+                self._entities.clear()
             entity = self._entities[memory_id] = self._prefix + memory_id
         return entity
 
@@ -526,6 +527,8 @@ def _rank_key(item: Mapping[str, Any], by_entity: Mapping[str, str]) -> tuple[fl
 
 async def _bounded(call: Callable[[A], Awaitable[T]], items: Sequence[A]) -> list[T]:
     """`call` on each item, at most `_FANOUT` at a time; results in order; the first failure is raised."""
+    if len(items) == 1:  # the usual case (one search, one count): no task to schedule, no turn of the loop
+        return [await call(items[0])]
     gate = asyncio.Semaphore(_FANOUT)
 
     async def run(item: A) -> T:

@@ -3,8 +3,9 @@
     python bench/_vendor_server.py PORT [PORT ...]
 
 Each port serves tests/adapters/fake_mem0.py's FakeMem0 over real HTTP. `POST /__latency?ms=N` sets how
-long every later request waits before it is answered; `GET /__calls` and `DELETE /__calls` read and
-reset the request log (each call with its monotonic start and end, comparable across processes).
+long after its arrival every later request is answered (the fake's own work included); `GET /__calls`
+and `DELETE /__calls` read and reset the request log (each call with its monotonic start and end,
+comparable across processes).
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ class Vendor:
             body = await request.body()
             call: dict[str, Any] = {"call": f"{request.method} {path}", "start": time.monotonic()}
             self.calls.append(call)
-            if self.latency:
-                await asyncio.sleep(self.latency)
             url = httpx.URL(str(request.url)).copy_with(scheme="https", host="api.mem0.ai", port=None)
             answer = self.fake.handle(httpx.Request(request.method, url, headers=request.headers.raw, content=body))
             response = Response(answer.content, status_code=answer.status_code,
                                 headers={"content-type": answer.headers.get("content-type", "application/json")})
+            # The vendor answers L after the request arrived: the fake's own work is part of L, as a real
+            # vendor's is part of its latency.
+            if (rest := call["start"] + self.latency - time.monotonic()) > 0:
+                await asyncio.sleep(rest)
             # CLOCK_MONOTONIC is one clock for every process on the machine, so the bench can line these
             # up with its own timings.
             call["end"] = time.monotonic()

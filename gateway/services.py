@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-
-from cachetools import TTLCache
 
 from gateway.audit import AuditLog, Coverage, DecisionEntry
 from gateway.config import Config
@@ -17,6 +14,7 @@ from gateway.files import FileStore
 from gateway.idempotency import Idempotency
 from gateway.providers import Providers
 from gateway.recall_plans import RecallPlans
+from gateway.record_counts import RecordCounts
 from gateway.state.store import Member, StateStore
 
 log = logging.getLogger("memfed.services")
@@ -33,15 +31,12 @@ class Services:
     oidc: Any = None
     openapi: dict[str, Any] = field(default_factory=dict)
     busy: dict[str, str] = field(default_factory=dict)  # memory id -> running consolidation run id
-    # Record counts are a hint for a caller choosing where to look; computing them on every listing and
-    # recall would cost a provider call each time, so they are kept briefly and dropped on our own writes.
-    counts: TTLCache[str, int] = field(default_factory=lambda: TTLCache(maxsize=100_000, ttl=2.0))
+    counts: RecordCounts = field(default_factory=RecordCounts)
     plans: RecallPlans = field(default_factory=RecallPlans)
-    counting: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # counts being asked, shared
 
     def written(self, memory_id: str) -> None:
         """A write through the gateway changed this memory's records: its cached count is stale."""
-        self.counts.pop(memory_id, None)
+        self.counts.written(memory_id)
 
     def guard_not_busy(self, memory_id: str) -> None:
         """A move or delete must wait while a consolidation runs on the memory or below it (§12)."""

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from adapters.base import (
@@ -83,43 +82,8 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
         return await on_provider(services, node, fn(alias), read=read)
 
 
-async def record_counts(services: Any, nodes: Iterable[MemoryNode]) -> dict[str, int | None]:
-    """Active records per memory, one call per provider; a provider that fails gives `None` counts."""
-    cache = services.counts
-    counts: dict[str, int | None] = {}
-    by_provider: dict[str, list[str]] = {}
-    for node in nodes:
-        cached = cache.get(node.id)
-        if cached is not None:
-            counts[node.id] = cached
-        else:
-            by_provider.setdefault(node.provider, []).append(node.id)
-
-    async def count_on(name: str, ids: list[str]) -> Mapping[str, int]:
-        handle = services.providers.get(name)
-        if handle is None:
-            return {}
-        try:
-            got: Mapping[str, int] = await handle.call(lambda p: p.count(ids), read=True)
-            return got
-        except Exception:  # counts are a hint; a provider failure must not fail the listing
-            log.info("counting records on %s failed", name)
-            return {}
-
-    def shared(name: str, ids: list[str]) -> Awaitable[Mapping[str, int]]:
-        # When the cached counts expire, every request in flight would count the same memories again;
-        # they wait for the one count already asked instead.
-        key = (name, tuple(ids))
-        task = services.counting.get(key)
-        if task is None:
-            task = services.counting[key] = asyncio.ensure_future(count_on(name, ids))
-            task.add_done_callback(lambda _: services.counting.pop(key, None))
-        return asyncio.shield(task)
-
-    answers = await asyncio.gather(*(shared(name, ids) for name, ids in by_provider.items()))
-    for ids, got in zip(by_provider.values(), answers, strict=True):
-        for memory_id in ids:
-            counts[memory_id] = got.get(memory_id) if got else None
-            if counts[memory_id] is not None:
-                cache[memory_id] = counts[memory_id]
-    return counts
+async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None) -> dict[str, int | None]:
+    """Active records per memory (gateway.record_counts); None where the provider could not count.
+    Counts that are old are shown and asked again once `call`'s answer has left."""
+    return await services.counts.of(services.providers, nodes,
+                                    later=call.after_answer if call is not None else None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -43,6 +44,8 @@ class Call:
     decisions: list[Any] | None = None
     # Named spans of the request's time (ms) reported in Server-Timing beside the gateway's own total.
     timings: dict[str, float] = field(default_factory=dict)
+    # Work the answer does not wait for, started once the answer has been sent (e.g. refreshing counts).
+    after_answer: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def audit(self, operation: str, memory_id: str | None, privilege: str | None, allowed: bool,
               reason: str) -> None:
@@ -106,9 +109,18 @@ def route(endpoint: Endpoint, services: Any) -> Route:
 
 async def _invoke(endpoint: Endpoint, call: Call) -> Response:
     result = await endpoint.handler(call)
-    if isinstance(result, Response):
-        return result
-    return JSONAnswer(result, status_code=endpoint.status)
+    response = result if isinstance(result, Response) else JSONAnswer(result, status_code=endpoint.status)
+    if call.after_answer and response.background is None:
+        response.background = BackgroundTask(_run_after, list(call.after_answer))
+    return response
+
+
+async def _run_after(work: list[Callable[[], Awaitable[None]]]) -> None:
+    for job in work:
+        try:
+            await job()
+        except Exception:  # the answer is out: a failure here is logged, never the client's problem
+            log.exception("work after the answer failed")
 
 
 def _request_id(request: Request) -> str:

@@ -37,7 +37,7 @@ def decode_cursor(cursor: str | None) -> int:
 async def render_memories(call: Call, nodes: Sequence[MemoryNode]) -> list[dict[str, Any]]:
     tree = call.services.store.tree
     principals = call.principal.principals
-    counts = await record_counts(call.services, nodes)
+    counts = await record_counts(call.services, nodes, call)
     return [memory_json(tree, principals, n, access.effective(tree, principals, n.id), counts.get(n.id))
             for n in nodes]
 

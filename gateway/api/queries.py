@@ -113,7 +113,7 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
         parent = None
     children = [c for c in (tree.get(i) for i in access.readable_children(tree, principals, node.id))
                 if c is not None and "read" in access.effective(tree, principals, c.id)]
-    counts = await record_counts(call.services, [n for n in [parent, *children] if n is not None])
+    counts = await record_counts(call.services, [n for n in [parent, *children] if n is not None], call)
     out: dict[str, Any] = {"object": "memory.recall", "results": results,
                            "children": [place_json(c, counts.get(c.id)) for c in children],
                            "degraded": degraded, "abstain": False}

@@ -67,7 +67,7 @@ async def recall(call: Call) -> dict[str, Any]:
                    if c is not None]
     # The places to go next are counted while the providers search, not after.
     counting = asyncio.create_task(
-        record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None]))
+        record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None], call))
     try:
         # Decided before the providers were asked (the plan), logged while they answer; the request's
         # decisions reach the journal before the answer goes out, so a crash cannot leave it unaudited.

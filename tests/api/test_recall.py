@@ -185,7 +185,7 @@ async def test_concurrent_recalls_share_one_count_of_the_children(gateway: Gatew
         return await original(memory_ids)
 
     handle.provider.count = slow_count  # type: ignore[method-assign]
-    gateway.services.counts.clear()
+    gateway.services.counts.forget_all()
     answers = await asyncio.gather(*(gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
                                                         json={"text": "renewal"}) for _ in range(5)))
     assert counted == 1
@@ -195,3 +195,58 @@ async def test_concurrent_recalls_share_one_count_of_the_children(gateway: Gatew
         assert children == {"Sales": 1, "HR": 1}  # the admin reads HR too
         spans = dict(span.strip().split(";dur=") for span in answer.headers["server-timing"].split(","))
         assert set(spans) == {"app", "providers"} and 0 <= float(spans["providers"]) <= float(spans["app"])
+
+
+async def test_an_old_count_is_shown_while_a_new_one_is_asked(gateway: Gateway) -> None:
+    """Once counted, a memory's count is shown as it was after it expires and asked again after the answer
+    has left; a write through the gateway drops it, so the writer sees its own write counted."""
+    from datetime import UTC, datetime
+
+    from adapters.base import NewRecord, Part, Writer
+
+    t = await _tree(gateway)
+    root, sales = t["root"]["id"], t["sales"]["id"]
+
+    async def sales_count() -> int:
+        answer = await gateway.admin.post(f"/v1/memories/{root}/recall", json={"text": "renewal"})
+        return {c["name"]: c["records"]["count"] for c in answer.json()["children"]}["Sales"]  # type: ignore[no-any-return]
+
+    assert await sales_count() == 1
+    # A record the gateway did not write (another client of the same store): nothing tells memfed.
+    handle = gateway.services.providers.get("local")
+    assert handle is not None
+    await handle.provider.remember(sales, NewRecord("note", (Part(type="text", text="behind memfed's back"),),
+                                                    Writer("member", "mbr_other"), datetime.now(UTC)))
+    assert await sales_count() == 1  # still fresh
+    gateway.services.counts.expire_all()
+    assert await sales_count() == 1  # old, shown as it was; asked again after the answer
+    assert await sales_count() == 2  # the new count
+    await _remember(gateway, sales, "One more, through memfed")
+    assert await sales_count() == 3  # a write through the gateway is counted at once
+
+
+async def test_old_counts_are_asked_again_only_after_the_answer() -> None:
+    """`of` answers an old count at once and leaves the new count to the work after the answer."""
+    import asyncio
+
+    from gateway.record_counts import RecordCounts
+    from gateway.state.tree import MemoryNode
+
+    class SlowHandle:
+        calls = 0
+
+        async def call(self, fn: Any, read: bool) -> Any:
+            SlowHandle.calls += 1
+            await asyncio.sleep(0.05)
+            return {"hmem_a": SlowHandle.calls}
+
+    providers = {"slow": SlowHandle()}
+    node = MemoryNode("hmem_a", "A", "", None, False, "slow", "member:x", 0, 0)
+    counts = RecordCounts()
+    assert await counts.of(providers, [node]) == {"hmem_a": 1}  # never seen: waited for
+    counts.expire_all()
+    later: list[Any] = []
+    assert await asyncio.wait_for(counts.of(providers, [node], later=later), 0.02) == {"hmem_a": 1}
+    assert SlowHandle.calls == 1 and len(later) == 1
+    await later[0]()
+    assert await asyncio.wait_for(counts.of(providers, [node]), 0.02) == {"hmem_a": 2}
