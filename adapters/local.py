@@ -49,6 +49,7 @@ from adapters.base import (
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local_queries import LocalQueries
 from adapters.operations import OperationResult, TypeInfo
+from adapters.versioning import not_before, or_keep, refuse_following
 
 CAPABILITIES = Capabilities(
     isolation="enforced_filter",
@@ -189,23 +190,23 @@ class LocalProvider(LocalQueries):
             _refuse_unkept_media(revision.content, self.capabilities().media)
         async with self._writing() as db:
             current = await self._current(db, memory_id, record_id)
-            _refuse_following(current, "revised")
+            refuse_following(current, "revised")
             t = current.time
-            at = _not_before(revision.written_at, t.written_at)
+            at = not_before(revision.written_at, t.written_at)
             following = Record(
                 id=current.id,
                 memory_id=memory_id,
-                type=_or_keep(revision.type, current.type),
-                content=_or_keep(revision.content, current.content),
+                type=or_keep(revision.type, current.type),
+                content=or_keep(revision.content, current.content),
                 written_by=revision.written_by,
                 time=RecordTime(
-                    at, _or_keep(revision.valid_from, t.valid_from), _or_keep(revision.valid_to, t.valid_to)
+                    at, or_keep(revision.valid_from, t.valid_from), or_keep(revision.valid_to, t.valid_to)
                 ),
                 version=current.version + 1,
                 supersedes=current.version,
-                title=_or_keep(revision.title, current.title),
-                attributes=_or_keep(revision.attributes, current.attributes),
-                references=_or_keep(revision.references, current.references),
+                title=or_keep(revision.title, current.title),
+                attributes=or_keep(revision.attributes, current.attributes),
+                references=or_keep(revision.references, current.references),
                 follows=current.follows,
             )
             local_types.check(following.type, following.attributes)
@@ -217,10 +218,10 @@ class LocalProvider(LocalQueries):
         still show what was forgotten, by whom and when. Forgetting a forgotten record changes nothing."""
         async with self._writing() as db:
             current = await self._current(db, memory_id, record_id)
-            _refuse_following(current, "forgotten")
+            refuse_following(current, "forgotten")
             if current.status == "forgotten":
                 return current
-            when = _not_before(at, current.time.written_at)
+            when = not_before(at, current.time.written_at)
             tombstone = replace(
                 current,
                 version=current.version + 1,
@@ -459,24 +460,7 @@ class LocalProvider(LocalQueries):
         return not rows[0][0]
 
 
-def _or_keep(new: T | None, current: T) -> T:
-    return current if new is None else new
 
-
-def _not_before(at: datetime, previous: datetime) -> datetime:
-    # A version may not start before the one it closes, or `as_of` would find two current versions
-    # (or none) at one instant; a clock stepping back between two writes is clamped to the last write.
-    at = sql.utc(at)
-    return at if at >= previous else previous
-
-
-def _refuse_following(record: Record, verb: str) -> None:
-    if record.follows is not None:
-        f = record.follows
-        raise Unsupported(
-            f"record {record.id} follows the {f.kind} {f.name!r} ({f.id}) and cannot be {verb} here:"
-            f" change the {f.kind} itself"
-        )
 
 
 def _refuse_unkept_media(content: Sequence[Part], kept_media: Sequence[str]) -> None:

@@ -65,6 +65,7 @@ from adapters.base import (
     Unsupported,
     Writer,
 )
+from adapters.versioning import not_before, or_keep, refuse_following
 
 log = logging.getLogger("memfed.adapters.mem0")
 T = TypeVar("T")
@@ -277,23 +278,23 @@ class Mem0Provider:
             _check_content(revision.content)
         vendor_id, stored = await self._fetch(memory_id, record_id)
         cur = stored.current
-        _refuse_following(cur, "revised")
-        at = _not_before(revision.written_at, cur.time.written_at)
+        refuse_following(cur, "revised")
+        at = not_before(revision.written_at, cur.time.written_at)
         new = Record(
             id=cur.id,
             memory_id=memory_id,
-            type=_or_keep(revision.type, cur.type),
-            title=_or_keep(revision.title, cur.title),
-            content=_or_keep(revision.content, cur.content),
-            attributes=_or_keep(revision.attributes, cur.attributes),
-            references=_or_keep(revision.references, cur.references),
+            type=or_keep(revision.type, cur.type),
+            title=or_keep(revision.title, cur.title),
+            content=or_keep(revision.content, cur.content),
+            attributes=or_keep(revision.attributes, cur.attributes),
+            references=or_keep(revision.references, cur.references),
             version=cur.version + 1,
             supersedes=cur.version,
             written_by=revision.written_by,
             time=RecordTime(
                 written_at=at,
-                valid_from=_or_keep(revision.valid_from, cur.time.valid_from),
-                valid_to=_or_keep(revision.valid_to, cur.time.valid_to),
+                valid_from=or_keep(revision.valid_from, cur.time.valid_from),
+                valid_to=or_keep(revision.valid_to, cur.time.valid_to),
             ),
             follows=cur.follows,
         )
@@ -307,10 +308,10 @@ class Mem0Provider:
         forgotten, by whom and when. The memory stays at mem0 (deleting it is erase, not forget)."""
         vendor_id, stored = await self._fetch(memory_id, record_id)
         cur = stored.current
-        _refuse_following(cur, "forgotten")
+        refuse_following(cur, "forgotten")
         if cur.status == "forgotten":
             return cur
-        when = _not_before(at, cur.time.written_at)
+        when = not_before(at, cur.time.written_at)
         tombstone = replace(
             cur,
             version=cur.version + 1,
@@ -554,22 +555,3 @@ def _encoded(current: Record, past: Sequence[Record] = ()) -> tuple[str, dict[st
         return records.encode(current, past)
     except records.Unstorable as exc:
         raise ProviderRejected(f"the record cannot be stored at mem0: {exc}") from exc
-
-
-def _refuse_following(record: Record, verb: str) -> None:
-    if record.follows is not None:
-        f = record.follows
-        raise Unsupported(
-            f"record {record.id} follows the {f.kind} {f.name!r} ({f.id}) and cannot be {verb} here:"
-            f" change the {f.kind} itself"
-        )
-
-
-def _or_keep(new: T | None, current: T) -> T:
-    return current if new is None else new
-
-
-def _not_before(at: datetime, previous: datetime) -> datetime:
-    # A version may not start before the one it closes; a clock stepping back between two writes is
-    # clamped to the last write, as on the local provider.
-    return at if select.utc(at) >= select.utc(previous) else previous

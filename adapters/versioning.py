@@ -1,0 +1,37 @@
+"""Rules every adapter applies when it writes a new version of a record, whatever its store.
+
+A revision keeps each field the caller left out; a new version never starts before the one it closes
+(a clock stepping back between two writes is clamped to the last write, or `as_of` would find two
+current versions, or none, at one instant); a record that follows a type or harness is changed there,
+not by writing to it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypeVar
+
+from adapters.base import Record, Unsupported, utc
+
+T = TypeVar("T")
+
+
+def or_keep(new: T | None, current: T) -> T:
+    """The revised value, or the current one where the revision leaves the field out."""
+    return current if new is None else new
+
+
+def not_before(at: datetime, previous: datetime) -> datetime:
+    """`at` as a UTC instant, clamped to `previous` when the clock stepped back."""
+    at, previous = utc(at), utc(previous)
+    return at if at >= previous else previous
+
+
+def refuse_following(record: Record, verb: str) -> None:
+    """Unsupported for a record that follows a type or harness: it changes where it is defined."""
+    if record.follows is not None:
+        f = record.follows
+        raise Unsupported(
+            f"record {record.id} follows the {f.kind} {f.name!r} ({f.id}) and cannot be {verb} here:"
+            f" change the {f.kind} itself"
+        )
