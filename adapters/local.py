@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiosqlite
 import httpx
@@ -78,7 +78,6 @@ CAPABILITIES = Capabilities(
 
 RRF_K = 60
 READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
-T = TypeVar("T")
 
 
 def fuse(places: Mapping[int, Mapping[Signal, int]], lists: int) -> dict[int, float]:
