@@ -9,10 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.app import bootstrap_admin, create_app, open_services
 from gateway.config import Config, from_mapping
 from gateway.services import Services
+from tests._postgres import fresh_schema
 
 
 @dataclass
@@ -55,6 +57,19 @@ class Gateway:
                                      json={"principal": principal, "privileges": list(privileges)})
         assert made.status_code == 201, made.text
         return made.json()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """A fresh database for the decision log: a SQLite file, or a PostgreSQL schema of its own, dropped
+    afterwards."""
+    if request.param == "sqlite":
+        eng = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/audit.db")
+        yield eng
+        await eng.dispose()
+        return
+    async with fresh_schema("audit") as (admin, schema):
+        yield admin.execution_options(schema_translate_map={None: schema})
 
 
 def make_config(tmp_path: Path, **raw: Any) -> Config:

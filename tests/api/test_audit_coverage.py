@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from gateway import audit_store
 from gateway.audit import AuditLog, AuditQuery, Coverage, DecisionEntry
 from gateway.audit_store import coverage_items_table, coverage_table, entries_table
 from gateway.cli import main
-from tests._postgres import fresh_schema
 from tests.api.conftest import Gateway
 
 
@@ -162,17 +160,6 @@ async def test_an_export_carries_the_sets_and_verifies_offline(gateway: Gateway,
     edited = [line.replace(kids[0]["id"], kids[1]["id"]) if '"covers"' in line else line for line in lines]
     report = audit_store.verify_lines(edited)
     assert not report.ok and report.broken_at == plan["seq"] and "was edited" in (report.problem or "")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    if request.param == "sqlite":
-        eng = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/audit.db")
-        yield eng
-        await eng.dispose()
-        return
-    async with fresh_schema("coverage") as (admin, schema):
-        yield admin.execution_options(schema_translate_map={None: schema})
 
 
 async def test_sets_are_journaled_once_per_process_and_survive_a_restart(engine: AsyncEngine, tmp_path: Path) -> None:

@@ -28,24 +28,11 @@ from gateway import audit_chain, audit_lines, audit_store
 from gateway.audit import REASON_CAP, AuditLog, AuditQuery, DecisionEntry
 from gateway.audit_query import ENTRY, InvalidCursor, stamp
 from gateway.audit_store import FIELDS, GENESIS, chain_hash, entries_table, head_table
-from tests._postgres import fresh_schema
 
 BASE = datetime(2026, 10, 4, 12, 0, 0, tzinfo=UTC)
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 OpenLog = Callable[..., Awaitable[AuditLog]]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    """A fresh database: a SQLite file, or a PostgreSQL schema of its own, dropped afterwards."""
-    if request.param == "sqlite":
-        eng = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/audit.db")
-        yield eng
-        await eng.dispose()
-        return
-    async with fresh_schema("audit") as (admin, schema):
-        yield admin.execution_options(schema_translate_map={None: schema})
 
 
 @pytest.fixture
