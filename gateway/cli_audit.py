@@ -133,7 +133,9 @@ def add_audit_commands(commands: argparse._SubParsersAction) -> None:
     verify = actions.add_parser("verify", help="check the hash chain; exit 1 and say where it breaks")
     common(verify)
     verify.set_defaults(func=audit_verify)
-    export = actions.add_parser("export", help="every entry as NDJSON on stdout, oldest first")
+    export = actions.add_parser(
+        "export", help="every entry as NDJSON on stdout, oldest first, each coverage set beside its entry; "
+                       "filters keep the entries that are or hold a matching decision (a recall's entry whole)")
     common(export)
     export.add_argument("--principal", help="only entries of this principal (member:<id>)")
     export.add_argument("--memory", help="only entries about this memory")
