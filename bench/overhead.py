@@ -2,7 +2,7 @@
 straight into the embedded provider in-process, each at a fixed rate (open loop: requests are sent on
 schedule whether or not earlier ones have finished, so queueing shows up in the latencies).
 
-    .venv/bin/python bench/overhead.py --records 10000 --memories 10 --rate 200 --seconds 10
+    .venv/bin/python bench/overhead.py --records 10000 --memories 10 --rate 200 --seconds 10 --rounds 3
 
 Overhead per percentile = memfed's latency - the provider's latency at that percentile.
 """
@@ -19,10 +19,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _light_http import LightClient
 from _seed import ADMIN_KEY, percentile, seed, words
 
 from adapters.base import RecallQuery
@@ -71,18 +70,21 @@ async def through(server: ServeProcess, root_id: str, texts: list[str],
     read from the answer's Server-Timing."""
     inside = [0.0] * len(texts)
     providers = [0.0] * len(texts)
-    async with httpx.AsyncClient(base_url=server.base_url, headers={"Authorization": f"Bearer {ADMIN_KEY}"},
-                                 timeout=30.0, limits=httpx.Limits(max_connections=64)) as client:
-        async def ask(i: int) -> None:
-            answer = await client.post(f"/v1/memories/{root_id}/recall", json={"text": texts[i], "limit": 10})
-            if answer.status_code != 200:
-                raise SystemExit(f"recall failed: {answer.status_code} {answer.text[:200]}")
-            spans = dict(span.strip().split(";dur=") for span in answer.headers["server-timing"].split(","))
-            inside[i], providers[i] = float(spans["app"]), float(spans["providers"])
+    client = LightClient("127.0.0.1", server.port, {"Authorization": f"Bearer {ADMIN_KEY}"})
 
+    async def ask(i: int) -> None:
+        status, headers, body = await client.post(f"/v1/memories/{root_id}/recall", {"text": texts[i], "limit": 10})
+        if status != 200:
+            raise SystemExit(f"recall failed: {status} {body[:200]!r}")
+        spans = dict(span.strip().split(";dur=") for span in headers["server-timing"].split(","))
+        inside[i], providers[i] = float(spans["app"]), float(spans["providers"])
+
+    try:
         await open_loop(rate, 50, ask)  # warm-up
         latencies = await open_loop(rate, len(texts), ask)
-        return latencies, inside, providers
+    finally:
+        await client.close()
+    return latencies, inside, providers
 
 
 def main() -> None:
@@ -92,21 +94,32 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternate direct and through-memfed runs this many times and pool them: a p99 "
+                             "rests on its few slowest requests, and one run of each drifts apart by chance")
     args = parser.parse_args()
     count = int(args.rate * args.seconds)
-    texts = questions(count, args.seed)
+    provider_ms: list[float] = []
+    gateway_ms: list[float] = []
+    inside: list[float] = []
+    providers: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
         seeded = asyncio.run(seed(data_dir, args.records, args.memories, args.seed))
         records_file = data_dir / "providers" / "local" / "records.sqlite3"
-        provider_ms = asyncio.run(direct(records_file, seeded.memory_ids, texts, args.rate))
         server = ServeProcess(data_dir, admin_key=ADMIN_KEY)
         try:
-            gateway_ms, inside, providers = asyncio.run(through(server, seeded.root_id, texts, args.rate))
+            for round_ in range(args.rounds):
+                texts = questions(count, args.seed + round_)  # the same questions both ways in a round
+                provider_ms += asyncio.run(direct(records_file, seeded.memory_ids, texts, args.rate))
+                total, own, waited = asyncio.run(through(server, seeded.root_id, texts, args.rate))
+                gateway_ms += total
+                inside += own
+                providers += waited
         finally:
             server.stop()
     print(f"recall (text, limit 10) over {args.memories} memories, {args.records} records; "
-          f"{count} requests at {args.rate:.0f}/s, open loop")
+          f"{args.rounds} rounds of {count} requests each way at {args.rate:.0f}/s, open loop")
     print(f"{'':22} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
     rows = (("embedded provider", provider_ms), ("through memfed (HTTP)", gateway_ms),
             ("  of which in memfed", inside))
