@@ -46,7 +46,7 @@ from adapters.base import (
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local_queries import LocalQueries
 from adapters.operations import OperationResult, TypeInfo
-from adapters.versioning import not_before, or_keep, refuse_following
+from adapters.versioning import not_before, or_keep, refuse_following, revised
 
 CAPABILITIES = Capabilities(
     isolation="enforced_filter",
@@ -146,11 +146,11 @@ class LocalProvider(LocalConnections, LocalQueries):
                 content=or_keep(revision.content, current.content),
                 written_by=revision.written_by,
                 time=RecordTime(
-                    at, or_keep(revision.valid_from, t.valid_from), or_keep(revision.valid_to, t.valid_to)
+                    at, revised(revision, "valid_from", t.valid_from), revised(revision, "valid_to", t.valid_to)
                 ),
                 version=current.version + 1,
                 supersedes=current.version,
-                title=or_keep(revision.title, current.title),
+                title=revised(revision, "title", current.title),
                 attributes=or_keep(revision.attributes, current.attributes),
                 references=or_keep(revision.references, current.references),
                 follows=current.follows,

@@ -51,7 +51,7 @@ from adapters.base import (
     Revision,
     Writer,
 )
-from adapters.versioning import not_before, or_keep, refuse_following
+from adapters.versioning import not_before, or_keep, refuse_following, revised
 
 __all__ = ["PLATFORM_OR_CHUNK", "PLATFORM_URL", "RECORD_PREFIX", "Mem0Provider"]
 
@@ -266,7 +266,7 @@ class Mem0Provider(Mem0Reads):
             id=cur.id,
             memory_id=memory_id,
             type=or_keep(revision.type, cur.type),
-            title=or_keep(revision.title, cur.title),
+            title=revised(revision, "title", cur.title),
             content=or_keep(revision.content, cur.content),
             attributes=or_keep(revision.attributes, cur.attributes),
             references=or_keep(revision.references, cur.references),
@@ -275,8 +275,8 @@ class Mem0Provider(Mem0Reads):
             written_by=revision.written_by,
             time=RecordTime(
                 written_at=at,
-                valid_from=or_keep(revision.valid_from, cur.time.valid_from),
-                valid_to=or_keep(revision.valid_to, cur.time.valid_to),
+                valid_from=revised(revision, "valid_from", cur.time.valid_from),
+                valid_to=revised(revision, "valid_to", cur.time.valid_to),
             ),
             follows=cur.follows,
         )

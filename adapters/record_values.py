@@ -160,7 +160,8 @@ class NewRecord:
 
 @dataclass(frozen=True)
 class Revision:
-    """A new version of an existing record. A field left `None` keeps the current version's value."""
+    """A new version of an existing record. A field left `None` keeps the current version's value; a
+    field named in `clear` (one of CLEARABLE) is emptied instead, as a PATCH with `null` asks."""
 
     written_by: Writer
     written_at: datetime
@@ -171,6 +172,14 @@ class Revision:
     references: tuple[Reference, ...] | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    clear: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not self.clear <= CLEARABLE:
+            raise ValueError(f"only {', '.join(sorted(CLEARABLE))} can be cleared")
+
+
+CLEARABLE = frozenset({"title", "valid_from", "valid_to"})  # the fields a record may lack
 
 
 @dataclass(frozen=True)

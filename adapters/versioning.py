@@ -11,13 +11,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypeVar
 
-from adapters.base import Record, Unsupported, utc
+from adapters.base import Record, Revision, Unsupported, utc
 
 T = TypeVar("T")
 
 
 def or_keep(new: T | None, current: T) -> T:
     """The revised value, or the current one where the revision leaves the field out."""
+    return current if new is None else new
+
+
+def revised(revision: Revision, field: str, current: T | None) -> T | None:
+    """A field the record may lack (title, validity): emptied when the revision clears it, else or_keep."""
+    if field in revision.clear:
+        return None
+    new: T | None = getattr(revision, field)
     return current if new is None else new
 
 

@@ -11,9 +11,9 @@ waits for it; if nothing is left but such waits, the earliest goes ahead with th
 resolves through the alias table, and the report says so.
 
 Each version is written with its original writer and time: `NewRecord` and `Revision` carry both,
-and a forgotten version is replayed with `forget(by, at)`. What the contract cannot express is said in
-`degraded`, never dropped in silence: a revision that clears a title or a validity time (a `Revision`
-field left `None` keeps the current value).
+and a forgotten version is replayed with `forget(by, at)`; a version that lost its title or a validity
+time is replayed as a revision that clears it. What the contract cannot express is said in `degraded`,
+never dropped in silence.
 """
 
 from __future__ import annotations
@@ -151,29 +151,26 @@ class Replay:
             await self.target.call(
                 lambda p: p.forget(memory_id, record_id, version.written_by, version.time.written_at), read=False)
         else:
-            self._note_cleared(item, version)
             record_id = item.new_id
             revision = Revision(
                 written_by=version.written_by, written_at=version.time.written_at, type=version.type,
                 title=version.title, content=version.content, attributes=version.attributes, references=refs,
                 valid_from=version.time.valid_from, valid_to=version.time.valid_to,
+                clear=_cleared(item.versions[item.done - 1], version),
             )
             await self.target.call(lambda p: p.revise(memory_id, record_id, revision), read=False)
         item.done += 1
         self.outcome.versions_written += 1
         await self.after_version(item, version)
 
-    def _note_cleared(self, item: Item, version: Record) -> None:
-        before = item.versions[item.done - 1]
-        cleared = [name for name, was, now in (
-            ("title", before.title, version.title),
-            ("valid_from", before.time.valid_from, version.time.valid_from),
-            ("valid_to", before.time.valid_to, version.time.valid_to),
-        ) if was is not None and now is None]
-        if cleared:
-            self.outcome.degraded.append(
-                f"record {item.key[1]} v{version.version}: clears {', '.join(cleared)}, which a revision cannot "
-                "express; the copy keeps the previous value")
+
+def _cleared(before: Record, version: Record) -> frozenset[str]:
+    """The fields a version lost against the one before it: its revision must clear them, not keep them."""
+    return frozenset(name for name, was, now in (
+        ("title", before.title, version.title),
+        ("valid_from", before.time.valid_from, version.time.valid_from),
+        ("valid_to", before.time.valid_to, version.time.valid_to),
+    ) if was is not None and now is None)
 
 
 def _when(version: Record) -> datetime:

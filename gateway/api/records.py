@@ -119,12 +119,17 @@ async def revise(call: Call) -> dict[str, Any]:
         kept = unavailable_references(current, call.services.store.tree, call.principal.principals)
         references = tuple(stated + [r for r in kept if r not in stated])
         check_references(list(references))
+    # PATCH: a field given as null is cleared (those a record may lack), one left out is kept.
+    stated_time = body.time.model_fields_set if body.time else set()
+    cleared = {"title"} if "title" in given and body.title is None else set()
+    cleared |= {f for f in ("valid_from", "valid_to") if f in stated_time and getattr(body.time, f) is None}
     revision = Revision(
         written_by=writer_for(call), written_at=now(), type=body.type,
         title=body.title if "title" in given else None,
         content=await parts_from(call, node, body.content) if "content" in given else None,
         attributes=body.attributes if "attributes" in given else None, references=references,
         valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
+        clear=frozenset(cleared),
     )
     record = await on_provider(call.services, node, lambda p: p.revise(node.id, current.id, revision), read=False)
     return render(call, record, node)

@@ -6,6 +6,7 @@ pins the behaviour it declares; a test is skipped only when the document says th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 import pytest
 
@@ -23,6 +24,8 @@ from adapters.base import (
     Unsupported,
 )
 from tests.adapters.harnesses import AGENT, M1, M2, M3, PERSON, Stamps
+
+T_VALID_TO = datetime(2030, 1, 1, tzinfo=UTC)
 
 PLANTED_TEXT = "Acme renews in March and wants its discount kept."
 UNRELATED_TEXT = "The office coffee machine on the third floor is broken on Tuesdays."
@@ -212,6 +215,20 @@ async def test_revise_keeps_what_the_revision_leaves_unset(provider: Provider, s
 
     assert second.title == "New title"
     assert (second.type, second.content, dict(second.attributes)) == ("fact", first.content, {"k": "v"})
+
+
+async def test_revise_clears_what_the_revision_names_in_clear(provider: Provider, stamps: Stamps) -> None:
+    """A field named in Revision.clear is emptied (title, validity), the others kept; an unclearable
+    field cannot be named."""
+    need(provider.capabilities(), "revise")
+    first = await provider.remember(M1, stamps.record("Words.", title="A title", valid_to=T_VALID_TO))
+
+    second = await provider.revise(M1, first.id, stamps.revision(clear=frozenset({"title", "valid_to"})))
+
+    assert (second.title, second.time.valid_to, second.content) == (None, None, first.content)
+    assert (await provider.get(M1, first.id)).title is None
+    with pytest.raises(ValueError):
+        stamps.revision(clear=frozenset({"content"}))
 
 
 async def test_revise_when_declared_false_is_refused(provider: Provider, stamps: Stamps) -> None:

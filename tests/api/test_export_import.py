@@ -267,7 +267,7 @@ async def test_references_are_rewritten_whatever_the_order_of_the_lines(gw: Gate
 
 async def test_what_a_revision_cannot_express_is_reported_in_degraded(gw: Gateway) -> None:
     """Records that name each other before either exists keep the old id (it resolves through the
-    alias), and a version that clears its title keeps the previous one: both said in degraded."""
+    alias), said in degraded; a version that lost its title is replayed as a revision clearing it."""
     target = await gw.root("Restore", provider="archive")
     lines = [
         {"id": "hrec_a", "versions": [version(1, "2026-01-01T00:00:00Z", [("hmem_src", "hrec_b")])]},
@@ -278,7 +278,10 @@ async def test_what_a_revision_cannot_express_is_reported_in_degraded(gw: Gatewa
     assert answer.status_code == 200, answer.text
     degraded = answer.json()["degraded"]
     assert any("keeps the old id" in d for d in degraded)
-    assert any("clears title" in d for d in degraded)
+    assert not any("title" in d for d in degraded)
+    new = await aliases(gw, target["id"])
+    b = await gw.services.providers["archive"].provider.get(target["id"], new["hrec_b"])
+    assert b.version == 2 and b.title is None
 
 
 # --------------------------------------------------------------------------- the operator's commands

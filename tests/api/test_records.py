@@ -121,6 +121,22 @@ async def test_revise_appends_a_version_and_history_keeps_both(gateway: Gateway)
     assert all(v["written_by"]["kind"] == "member" for v in history)
 
 
+async def test_revise_with_null_clears_a_title_or_validity_and_omitted_fields_stay(gateway: Gateway) -> None:
+    """PATCH `title: null` and `time.valid_to: null` empty them; fields left out keep their values."""
+    memory = await _memory(gateway)
+    made = (await gateway.admin.post(f"/v1/memories/{memory}/records", json={
+        "content": "v1", "title": "Kept?", "time": {"valid_from": "2026-01-01T00:00:00Z",
+                                                    "valid_to": "2027-01-01T00:00:00Z"}})).json()
+    path = f"/v1/memories/{memory}/records/{made['id']}"
+    kept = (await gateway.admin.patch(path, json={"content": "v2"})).json()
+    assert kept["title"] == "Kept?" and kept["time"]["valid_to"] is not None
+    cleared = await gateway.admin.patch(path, json={"title": None, "time": {"valid_to": None}})
+    assert cleared.status_code == 200, cleared.text
+    body = cleared.json()
+    assert body.get("title") is None and body["time"].get("valid_to") is None
+    assert body["time"]["valid_from"] is not None and body["content"][0]["text"] == "v2"
+
+
 async def test_forget_closes_the_record_and_keeps_its_trace(gateway: Gateway) -> None:
     """DELETE of a record: it leaves the listing, include=all shows it forgotten, history keeps it."""
     memory = await _memory(gateway)
