@@ -41,6 +41,7 @@ from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint, route
 from gateway.api.openapi import build as build_openapi
 from gateway.audit import AuditLog
+from gateway.audit_seal import Seal
 from gateway.config import Config
 from gateway.errors import ApiError
 from gateway.files import FileStore
@@ -84,7 +85,8 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     store = await StateStore.open(config.database_url(), search_path=config.state_schema)
     providers = await Providers.open(config, http_client)
     audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled,
-                                    flush_interval=config.audit_flush_ms / 1000, batch_size=config.audit_batch_size)
+                                    flush_interval=config.audit_flush_ms / 1000, batch_size=config.audit_batch_size,
+                                    seal=Seal.from_env(config.audit_seal_env))
     await audit_log.start()
     services = Services(
         config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),

@@ -41,6 +41,7 @@ from gateway.audit_lines import (
     marker,
 )  # fmt: skip
 from gateway.audit_query import AuditQuery
+from gateway.audit_seal import Seal
 from gateway.audit_store import Head, HeadMoved, VerifyReport
 
 __all__ = ["REASON_CAP", "AuditLog", "AuditQuery", "Coverage", "DecisionEntry", "VerifyReport"]
@@ -54,8 +55,10 @@ class AuditLog:
     """The gateway's decision log. `decide` from anywhere; `start` before, `close` after serving."""
 
     def __init__(self, engine: AsyncEngine, data_dir: Path, *, enabled: bool = True, flush_interval: float = 1.0,
-                 batch_size: int = 5000, segment_bytes: int = 64 * 1024 * 1024) -> None:  # fmt: skip
+                 batch_size: int = 5000, segment_bytes: int = 64 * 1024 * 1024,
+                 seal: Seal | None = None) -> None:  # fmt: skip
         self._engine, self._enabled, self._dir = engine, enabled, Path(data_dir) / "audit-journal"
+        self._seal = seal
         self._interval, self._batch_size, self._segment_bytes = flush_interval, max(1, batch_size), segment_bytes
         self._lock = threading.Lock()  # guards _fd, _current, _early: decide may run in worker threads
         self._fd: int | None = None
@@ -280,7 +283,7 @@ class AuditLog:
                 try:
                     batch = [*pending, *items]
                     self._head = await audit_store.append_batch(self._engine, head, batch, self._journal_id, *pos,
-                                                               sets=sets)
+                                                               sets=sets, seal=self._seal)
                     break
                 except HeadMoved:  # another writer shares the database: chain after its entries
                     self._head, _pos = await audit_store.load_state(self._engine, self._journal_id)
@@ -309,7 +312,8 @@ class AuditLog:
 
     async def verify(self) -> VerifyReport:
         """Check the stored chain; a started log also checks it still holds what this process wrote."""
-        return await audit_store.verify(self._engine, self._head if self._pos is not None else None)
+        return await audit_store.verify(self._engine, self._head if self._pos is not None else None,
+                                        seal=self._seal)
 
     async def export_lines(self, filters: AuditQuery | None = None) -> AsyncIterator[str]:
         """The log as NDJSON lines (canonical JSON, newline-terminated), in sequence order."""

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as _str
 from typing import Any
 
+from gateway.audit_seal import Seal
+
 GENESIS = "0" * 64
 FIELDS = ("seq", "at", "request_id", "principal", "groups", "operation", "memory_id", "privilege", "decision",
           "reason", "prev_hash", "hash")  # fmt: skip
@@ -74,6 +76,7 @@ class Head:
     seq: int = 0
     hash: str = GENESIS
     stored: bool = False
+    seal: str | None = None  # the head's seal, where the log is sealed (gateway.audit_seal)
 
 
 def chain(head: Head, items: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
@@ -129,8 +132,9 @@ class ChainChecker:
     An entry naming a coverage set must arrive with the set beside it as `covers` (the decoded list);
     the set is checked against the digest the entry's hash covers."""
 
-    def __init__(self, anchor: Head | None = None, remember: int = 4096) -> None:
+    def __init__(self, anchor: Head | None = None, remember: int = 4096, seal: Seal | None = None) -> None:
         self.prev, self.expect, self.checked = GENESIS, 1, 0
+        self._seal, self._sealed_from = seal, 0  # with a seal: the first entry found sealed
         self.broken_at: int | None = None
         self.problem: str | None = None
         self._anchor = anchor if anchor is not None and anchor.seq > 0 else None
@@ -163,6 +167,8 @@ class ChainChecker:
             return self._fail(seq, f"entry {seq} does not match its hash: it was edited")
         if entry.get("coverage") is not None and (problem := covers_problem(entry["coverage"], entry.get("covers"))):
             return self._fail(seq, f"entry {seq}: {problem}")
+        if self._seal is not None and (problem := self._seal_problem(seq, entry)):
+            return self._fail(seq, problem)
         if self._anchor is not None and seq == self._anchor.seq and entry.get("hash") != self._anchor.hash:
             return self._fail(seq, f"entry {seq} is not the one this gateway wrote: the chain was rewritten")
         self.prev, self.expect, self.checked = str(entry["hash"]), expect + 1, self.checked + 1
@@ -171,6 +177,18 @@ class ChainChecker:
         if len(self._order) > self._remember:
             self._seen.pop(self._order.popleft(), None)
         return True
+
+    def _seal_problem(self, seq: int, entry: Mapping[str, Any]) -> str | None:
+        assert self._seal is not None
+        found = entry.get("seal")
+        if found is None:
+            if self._sealed_from:
+                return f"entry {seq} has lost its seal (entries are sealed from {self._sealed_from} on)"
+            return None  # written before the log was sealed
+        if not self._seal.holds(self._seal.entry(str(entry["hash"])), found):
+            return f"entry {seq} does not carry this log's seal: the chain was rewritten from here"
+        self._sealed_from = self._sealed_from or seq
+        return None
 
     def finish(self, head: Head | None) -> VerifyReport:
         """Close the check against the recorded head (None: no head record) and the anchor."""
@@ -184,14 +202,18 @@ class ChainChecker:
                 self._fail(head.seq + 1, f"{_span(head.seq + 1, last)} past the recorded head (inserted)")
             elif last and head.hash != self.prev:
                 self._fail(last, f"entry {last} does not match the recorded head: it or the head was altered")
+            elif self._seal is not None and self._sealed_from and not self._seal.holds(
+                    self._seal.head(head.seq, head.hash), head.seal):
+                self._fail(last, "the recorded head does not carry this log's seal: the end of the chain was "
+                                 "rewritten or cut")
         elif self.problem is None and last > 0:
             self._fail(None, "the record of the chain's head is missing: entries cut from the end would not show")
         return VerifyReport(self.problem is None, self.checked, self.broken_at, self.problem)
 
 
-def verify_lines(lines: Iterable[str]) -> VerifyReport:
+def verify_lines(lines: Iterable[str], seal: Seal | None = None) -> VerifyReport:
     """Check an NDJSON export of a whole log without the database (its end cannot be checked: no head)."""
-    checker = ChainChecker()
+    checker = ChainChecker(seal=seal)
     for line in filter(str.strip, lines):
         entry = json.loads(line)  # ValueError for a line that is not JSON
         if not isinstance(entry, dict) or not checker.feed(entry):

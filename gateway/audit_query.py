@@ -106,13 +106,14 @@ def _conditions(f: AuditQuery) -> list[sa.ColumnElement[bool]]:
 
 def decisions(entry: dict[str, Any], covers: Any) -> list[dict[str, Any]]:
     """An entry as the decisions it records: itself (part 0), or one per decision of its coverage set."""
+    own = {k: entry[k] for k in FIELDS}
     if "coverage" not in entry:
-        return [{**entry, "part": 0, "coverage": None}]
+        return [{**own, "part": 0, "coverage": None}]
     if not isinstance(covers, list):  # missing or tampered: verify says so; the reader sees the entry itself
-        return [{**entry, "part": 0}]
+        return [{**own, "part": 0, "coverage": entry["coverage"]}]
     out = []
     for part, decided in enumerate(covers, start=1):
-        one = {k: entry[k] for k in FIELDS}
+        one = dict(own)
         one.update(zip(COVERED, decided, strict=False))
         one["part"], one["coverage"] = part, entry["coverage"]
         out.append(one)

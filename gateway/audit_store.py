@@ -31,6 +31,7 @@ from gateway.audit_chain import (
     chain_hash,
     verify_lines,
 )  # fmt: skip
+from gateway.audit_seal import Seal
 
 __all__ = ["FIELDS", "GENESIS", "ITEM", "Head", "HeadMoved", "VerifyReport", "canonical_json", "chain",
            "chain_hash", "verify_lines"]  # fmt: skip
@@ -54,6 +55,7 @@ entries_table = sa.Table(
     sa.Column("prev_hash", sa.String(64), nullable=False),
     sa.Column("hash", sa.String(64), nullable=False),
     sa.Column("coverage", sa.String(64), nullable=True),  # the digest of the decisions a recall's plan made
+    sa.Column("seal", sa.String(64), nullable=True),  # HMAC of `hash` where the log is sealed (audit_seal)
     sa.Index("ix_audit_entries_principal_seq", "principal", "seq"),
     sa.Index("ix_audit_entries_memory_seq", "memory_id", "seq"),
     sa.Index("ix_audit_entries_at", "at"),
@@ -74,6 +76,7 @@ coverage_items_table = sa.Table(  # an index of audit_coverage for filtering; ve
 head_table = sa.Table(  # one row, id 1
     "audit_head", metadata, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("seq", sa.BigInteger, nullable=False), sa.Column("hash", sa.String(64), nullable=False),
+    sa.Column("seal", sa.String(64), nullable=True),
 )  # fmt: skip
 journals_table = sa.Table(
     "audit_journals", metadata, sa.Column("journal_id", sa.String(64), primary_key=True),
@@ -86,20 +89,26 @@ class HeadMoved(Exception):
 
 
 async def create_audit_tables(engine: AsyncEngine) -> None:
-    """Create the decision log's tables where missing; a log from before coverage sets gains the column."""
+    """Create the decision log's tables where missing; an older log gains the columns added since."""
     async with engine.begin() as conn:
         await conn.run_sync(metadata.create_all)
-        await conn.run_sync(_add_coverage_column)
+        await conn.run_sync(_add_columns)
 
 
-def _add_coverage_column(conn: sa.Connection) -> None:
-    schema = conn.schema_for_object(entries_table)
-    if "coverage" in {c["name"] for c in sa.inspect(conn).get_columns(entries_table.name, schema=schema)}:
-        return
+_ADDED = ((entries_table, "coverage", "ix_audit_entries_coverage_seq"), (entries_table, "seal", None),
+          (head_table, "seal", None))  # fmt: skip
+
+
+def _add_columns(conn: sa.Connection) -> None:
     quote = conn.dialect.identifier_preparer
-    name = (f"{quote.quote_schema(schema)}." if schema else "") + quote.quote(entries_table.name)
-    conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN coverage VARCHAR(64)")
-    next(i for i in entries_table.indexes if i.name == "ix_audit_entries_coverage_seq").create(conn)
+    for table, column, index in _ADDED:
+        schema = conn.schema_for_object(table)
+        if column in {c["name"] for c in sa.inspect(conn).get_columns(table.name, schema=schema)}:
+            continue
+        name = (f"{quote.quote_schema(schema)}." if schema else "") + quote.quote(table.name)
+        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {quote.quote(column)} VARCHAR(64)")
+        if index is not None:
+            next(i for i in table.indexes if i.name == index).create(conn)
 
 
 def coverage_rows(digest: str, body: str) -> list[dict[str, Any]]:
@@ -141,6 +150,8 @@ def link(row: Any) -> dict[str, Any]:
     out = {k: (groups if k == "groups" else m[k]) for k in FIELDS}
     if m["coverage"] is not None:
         out["coverage"] = m["coverage"]
+    if m["seal"] is not None:
+        out["seal"] = m["seal"]  # not hashed: checked with the key (gateway.audit_seal)
     return out
 
 
@@ -167,9 +178,9 @@ async def load_coverage(conn: AsyncConnection, digests: set[str]) -> dict[str, s
 async def load_state(engine: AsyncEngine, journal_id: str) -> tuple[Head, tuple[int, int] | None]:
     """The chain's head and how far journal `journal_id` has been committed (None: not at all)."""
     async with engine.connect() as conn:
-        found = (await conn.execute(sa.select(head_table.c.seq, head_table.c.hash))).first()
+        found = (await conn.execute(sa.select(head_table.c.seq, head_table.c.hash, head_table.c.seal))).first()
         if found is not None:
-            head = Head(int(found.seq), str(found.hash), True)
+            head = Head(int(found.seq), str(found.hash), True, found.seal)
         else:
             e = entries_table.c
             last = (await conn.execute(sa.select(e.seq, e.hash).order_by(e.seq.desc()).limit(1))).first()
@@ -191,21 +202,24 @@ async def _chain_in_slices(head: Head, items: list[tuple[Any, ...]], size: int =
 
 
 async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, ...]], journal_id: str,
-                       segment: int, offset: int, sets: Mapping[str, str] | None = None) -> Head:  # fmt: skip
+                       segment: int, offset: int, sets: Mapping[str, str] | None = None,
+                       seal: Seal | None = None) -> Head:  # fmt: skip
     """Chain `items` after `head`, insert them with the coverage sets they name (`sets`: digest -> body)
     and record the journal position, in one transaction."""
-    rows = await _chain_in_slices(head, items)
-    new = Head(rows[-1][0], rows[-1][11], True) if rows else head
+    rows = [(*r, seal.entry(r[11]) if seal else None) for r in await _chain_in_slices(head, items)]
+    new = Head(rows[-1][0], rows[-1][11], True, seal.head(rows[-1][0], rows[-1][11]) if seal else None) \
+        if rows else head
     h, j = head_table.c, journals_table.c
     try:
         async with engine.begin() as conn:
             if rows and head.stored:
                 where = (h.id == 1, h.seq == head.seq, h.hash == head.hash)
-                moved = await conn.execute(sa.update(head_table).where(*where).values(seq=new.seq, hash=new.hash))
+                moved = await conn.execute(sa.update(head_table).where(*where)
+                                           .values(seq=new.seq, hash=new.hash, seal=new.seal))
                 if moved.rowcount != 1:
                     raise HeadMoved
             elif rows:
-                await conn.execute(sa.insert(head_table).values(id=1, seq=new.seq, hash=new.hash))
+                await conn.execute(sa.insert(head_table).values(id=1, seq=new.seq, hash=new.hash, seal=new.seal))
             if sets:
                 await _store_coverage(conn, sets)
             if rows and (sql := _insert_sql(conn)) is not None:
@@ -222,10 +236,11 @@ async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, .
     return new
 
 
-async def verify(engine: AsyncEngine, anchor: Head | None = None, page: int = 2000) -> VerifyReport:
+async def verify(engine: AsyncEngine, anchor: Head | None = None, page: int = 2000,
+                 seal: Seal | None = None) -> VerifyReport:  # fmt: skip
     """Check the whole chain in seq order, each coverage set an entry names, then the chain's end against
     audit_head (and `anchor`, if given)."""
-    checker = ChainChecker(anchor)
+    checker = ChainChecker(anchor, seal=seal)
     e, h = entries_table.c, head_table.c
     after, retried = 0, False
     indexed: set[str] = set()  # coverage sets whose items were checked against their body
@@ -249,8 +264,8 @@ async def verify(engine: AsyncEngine, anchor: Head | None = None, page: int = 20
             if entries:
                 retried = False
                 continue
-            found = (await conn.execute(sa.select(h.seq, h.hash).where(h.id == 1))).first()
-            head = Head(int(found.seq), str(found.hash), True) if found is not None else None
+            found = (await conn.execute(sa.select(h.seq, h.hash, h.seal).where(h.id == 1))).first()
+            head = Head(int(found.seq), str(found.hash), True, found.seal) if found is not None else None
             if head is not None and head.seq > after and not retried:
                 retried = True  # a batch may have committed after the last page: look once more
                 continue

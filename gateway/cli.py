@@ -27,8 +27,10 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.audit_seal import Seal
 
     config = _config(args)
+    Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.

@@ -88,7 +88,9 @@ def _open_log(args: argparse.Namespace) -> Any:
     if config.state_schema and config.database_url().startswith("postgresql"):
         kwargs["connect_args"] = {"server_settings": {"search_path": config.state_schema}}
     engine = create_async_engine(config.database_url(), **kwargs)
-    return AuditLog(engine, config.data_dir), engine
+    from gateway.audit_seal import Seal
+
+    return AuditLog(engine, config.data_dir, seal=Seal.from_env(config.audit_seal_env)), engine
 
 
 def audit_verify(args: argparse.Namespace) -> int:

@@ -54,6 +54,7 @@ class Config:
     audit_enabled: bool = True
     audit_flush_ms: int = 1000
     audit_batch_size: int = 5000
+    audit_seal_env: str | None = None
     oidc: Mapping[str, Any] | None = None
     idempotency_hours: int = 24
     telemetry_exporter: str = "none"
@@ -126,6 +127,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         audit_enabled=bool(audit.get("enabled", True)),
         audit_flush_ms=_positive(audit, "flush_ms", 1000),
         audit_batch_size=_positive(audit, "batch_size", 5000),
+        audit_seal_env=_env_name(audit, "seal_key_env"),
         oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
         telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),
@@ -172,6 +174,16 @@ def _choice(table: Mapping[str, Any], key: str, allowed: tuple[str, ...], defaul
     if value not in allowed:
         raise ConfigError(f"{key} must be one of {', '.join(allowed)}")
     return str(value)
+
+
+def _env_name(table: Mapping[str, Any], key: str) -> str | None:
+    """The name of an environment variable holding a secret: the secret itself never goes in the file."""
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.replace("_", "").isalnum():
+        raise ConfigError(f"{key} must name an environment variable (letters, digits, _)")
+    return value
 
 
 def _positive(table: Mapping[str, Any], key: str, default: int) -> int:

@@ -529,7 +529,7 @@ def stored(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """audit_entries rows (column order) as entries, the way the store reads them back."""
     out = []
     for row in rows:
-        entry = dict(zip([c.name for c in entries_table.c], row, strict=True))
+        entry = dict(zip([c.name for c in entries_table.c if c.name != "seal"], row, strict=True))  # unsealed
         entry["groups"] = json.loads(entry.pop("groups_json"))
         if entry["coverage"] is None:
             del entry["coverage"]
