@@ -70,7 +70,7 @@ def main() -> None:
     print(f"recall from the root over {args.memories + 1} memories, {args.records} records, "
           f"{args.clients} clients, {args.seconds:.0f} s each")
     print(f"decision log off: {off:7.1f} recalls/s")
-    print(f"decision log on:  {on:7.1f} recalls/s   ({args.memories + 1} entries per recall)")
+    print(f"decision log on:  {on:7.1f} recalls/s   ({args.memories + 1} decisions per recall, in one chain entry)")
     print(f"ratio on/off: {on / off:.2f}   (target >= 0.9)")
 
 

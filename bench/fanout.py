@@ -213,7 +213,7 @@ if __name__ == "__main__":
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--audit", choices=("on", "off"), default="on",
-                        help="the decision log logs one entry per memory the recall covers")
+                        help="the decision log records a decision per memory the recall covers or skips")
     try:  # the event loop `memfed serve` runs on (uvicorn picks uvloop where it is installed)
         import uvloop
 
