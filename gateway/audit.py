@@ -67,7 +67,7 @@ class AuditLog:
         self._closed = self._stopping = False
         self._early: list[bytes] = []  # decisions made before start()
         self._journaled: set[str] = set()  # coverage sets journaled by this process
-        self._bodies: LRUCache[str, Any] = LRUCache(maxsize=1024)  # decoded coverage sets, for readers
+        self._bodies: LRUCache[str, Any] = LRUCache(maxsize=128)  # decoded coverage sets (≤1000 decisions each)
         self._markers: list[tuple[Any, ...]] = []  # the log's own notes, waiting for the next commit
         self._counts = {"stored": 0, "dropped": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
