@@ -7,6 +7,7 @@ the error envelope.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -116,6 +117,17 @@ async def _invoke(endpoint: Endpoint, call: Call) -> Response:
 
 
 async def _run_after(work: list[Callable[[], Awaitable[None]]]) -> None:
+    # Started once the answer is sent, and not awaited: an in-process client (MCP tools call the API
+    # through ASGITransport) would otherwise wait for it before it sees the answer.
+    task = asyncio.create_task(_after(work))
+    _running.add(task)  # a task nobody holds may be collected before it finishes
+    task.add_done_callback(_running.discard)
+
+
+_running: set[asyncio.Task[None]] = set()
+
+
+async def _after(work: list[Callable[[], Awaitable[None]]]) -> None:
     for job in work:
         try:
             await job()
