@@ -24,10 +24,40 @@ CAPPED_REASON = "readable, but beyond the recall cap"
 
 
 @dataclass
-class _Kept:
+class KeptPlan:
+    """One recall's plan, with what is derived from it computed on first use and kept with it."""
+
+    tree: Tree
+    principals: frozenset[str]
+    root_id: str
+    depth: int | None
     plan: Plan
-    coverage: list[Coverage] | None = None
-    by_provider: Mapping[str, tuple[str, ...]] | None = None
+    _by_provider: Mapping[str, tuple[str, ...]] | None = None
+    _coverage: list[Coverage] | None = None
+
+    def by_provider(self) -> Mapping[str, tuple[str, ...]]:
+        """The plan's memories grouped by the provider each is bound to (a binding change is a tree change)."""
+        if self._by_provider is None:
+            grouped: dict[str, list[str]] = {}
+            for memory_id in self.plan.memory_ids:
+                node = self.tree.get(memory_id)
+                if node is not None:
+                    grouped.setdefault(node.provider, []).append(memory_id)
+            self._by_provider = MappingProxyType({name: tuple(ids) for name, ids in grouped.items()})
+        return self._by_provider
+
+    def coverage(self) -> list[Coverage]:
+        """The plan's decisions as coverage sets: each covered memory with the grants that let it be read,
+        each skipped one with why not, each beyond the cap as such."""
+        if self._coverage is None:
+            found = self.plan
+            why = access.explain_subtree(self.tree, self.principals, self.root_id, self.depth)
+            self._coverage = Coverage.of([
+                *(("recall.cover", m, "read", True, why[m].reason("read")) for m in found.memory_ids),
+                *(("recall.skip", m, "read", False, why[m].reason("read")) for m in found.skipped),
+                *(("recall.skip", m, "read", True, CAPPED_REASON) for m in found.capped),
+            ])
+        return self._coverage
 
 
 @dataclass
@@ -35,46 +65,16 @@ class RecallPlans:
     """An LRU of plans: a kept plan for a thousand memories with its coverage sets is ~100 KB."""
 
     maxsize: int = 128
-    _kept: LRUCache[Hashable, _Kept] = field(init=False)
+    _kept: LRUCache[Hashable, KeptPlan] = field(init=False)
 
     def __post_init__(self) -> None:
         self._kept = LRUCache(maxsize=self.maxsize)
 
-    def _get(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None, cap: int) -> _Kept:
+    def get(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None, cap: int) -> KeptPlan:
+        """policies.recall.plan, computed once per tree version, caller, memory, depth and cap."""
         key = (id(tree), tree.version, principals, root_id, depth, cap)
         kept = self._kept.get(key)
         if kept is None:
-            kept = self._kept[key] = _Kept(plan(tree, principals, root_id, depth=depth, cap=cap))
+            found = plan(tree, principals, root_id, depth=depth, cap=cap)
+            kept = self._kept[key] = KeptPlan(tree, principals, root_id, depth, found)
         return kept
-
-    def plan(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None, cap: int) -> Plan:
-        """policies.recall.plan, computed once per tree version, caller, memory, depth and cap."""
-        return self._get(tree, principals, root_id, depth, cap).plan
-
-    def by_provider(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None,
-                    cap: int) -> Mapping[str, tuple[str, ...]]:  # fmt: skip
-        """The plan's memories grouped by the provider each is bound to (a binding change is a tree change)."""
-        kept = self._get(tree, principals, root_id, depth, cap)
-        if kept.by_provider is None:
-            grouped: dict[str, list[str]] = {}
-            for memory_id in kept.plan.memory_ids:
-                node = tree.get(memory_id)
-                if node is not None:
-                    grouped.setdefault(node.provider, []).append(memory_id)
-            kept.by_provider = MappingProxyType({name: tuple(ids) for name, ids in grouped.items()})
-        return kept.by_provider
-
-    def coverage(self, tree: Tree, principals: frozenset[str], root_id: str, depth: int | None,
-                 cap: int) -> list[Coverage]:  # fmt: skip
-        """The plan's decisions as coverage sets: each covered memory with the grants that let it be read,
-        each skipped one with why not, each beyond the cap as such."""
-        kept = self._get(tree, principals, root_id, depth, cap)
-        if kept.coverage is None:
-            found = kept.plan
-            why = access.explain_subtree(tree, principals, root_id, depth)
-            kept.coverage = Coverage.of([
-                *(("recall.cover", m, "read", True, why[m].reason("read")) for m in found.memory_ids),
-                *(("recall.skip", m, "read", False, why[m].reason("read")) for m in found.skipped),
-                *(("recall.skip", m, "read", True, CAPPED_REASON) for m in found.capped),
-            ])
-        return kept.coverage

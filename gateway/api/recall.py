@@ -14,6 +14,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.models import Recall
 from gateway.api.render import place_json, record_json
 from gateway.guard import require
+from gateway.recall_plans import KeptPlan
 from policies import access
 
 T = TypeVar("T")
@@ -29,16 +30,14 @@ def recall_query(call: Call, body: Recall) -> RecallQuery:
     )
 
 
-async def audit_plan(call: Call, root_id: str, depth: int | None) -> None:
+async def audit_plan(call: Call, kept: KeptPlan) -> None:
     """Log the decision on every memory the recall covered or skipped, with its reason, as the plan's
     coverage sets. Runs after the providers were asked: building a new plan's reasons overlaps their work."""
     services = call.services
     if not services.audit.enabled:
         return
     await asyncio.sleep(0)
-    sets = services.plans.coverage(services.store.tree, call.principal.principals, root_id, depth,
-                                   services.config.recall_cap)
-    services.decide_plan(call, "recall.plan", root_id, "read", sets)
+    services.decide_plan(call, "recall.plan", kept.root_id, "read", kept.coverage())
 
 
 async def _timed(call: Call, name: str, work: Awaitable[T]) -> T:
@@ -55,8 +54,8 @@ async def recall(call: Call) -> dict[str, Any]:
     tree = services.store.tree
     principals = call.principal.principals
     node = require(call, call.path["memory_id"], "read", "recall")
-    covered = services.plans.plan(tree, principals, node.id, body.depth, services.config.recall_cap)
-    by_provider = services.plans.by_provider(tree, principals, node.id, body.depth, services.config.recall_cap)
+    kept = services.plans.get(tree, principals, node.id, body.depth, services.config.recall_cap)
+    covered, by_provider = kept.plan, kept.by_provider()
     # The search is the answer's critical path: its calls go out first.
     searching = asyncio.create_task(
         _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body))))
@@ -71,7 +70,7 @@ async def recall(call: Call) -> dict[str, Any]:
     try:
         # Decided before the providers were asked (the plan), logged while they answer; the request's
         # decisions reach the journal before the answer goes out, so a crash cannot leave it unaudited.
-        await audit_plan(call, node.id, body.depth)
+        await audit_plan(call, kept)
         answer = await searching
     finally:
         if not searching.done():
