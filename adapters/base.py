@@ -7,7 +7,7 @@ grants and never decides who may read what.
 
 All values crossing the seam are frozen dataclasses, never vendor JSON, so that a test of the gateway can
 run against any adapter and a test of an adapter needs no gateway. The errors (adapters.errors) and the
-record values (adapters.record_values) live in modules of their own and are part of this contract: they
+record values (adapters.records) live in modules of their own and are part of this contract: they
 are importable from here.
 """
 
@@ -27,7 +27,7 @@ from adapters.errors import (
     RecordNotFound,
     Unsupported,
 )
-from adapters.record_values import (
+from adapters.records import (
     Erasure,
     FileRef,
     Follows,

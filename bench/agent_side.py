@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from gateway import prime as priming
+from gateway.agent import prime as priming
 from gateway.app import bootstrap_admin, create_app, open_services
 from gateway.config import from_mapping
 from gateway.state import harness_schema as h

@@ -22,7 +22,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from joserfc import jwk, jwt
 
-from gateway.oidc import OidcSettings, OidcVerifier
+from gateway.identity.oidc import OidcSettings, OidcVerifier
 
 ISSUER = "https://idp.example.test"
 AUDIENCE = "memfed"

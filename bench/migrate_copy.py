@@ -5,7 +5,7 @@ same for export and import, on a memory of N records (a third revised once, a te
     .venv/bin/python bench/migrate_copy.py --records 10000
 
 Prints figures only. The records are written straight into the provider (not through HTTP) so the
-set-up is quick; the timed parts go through gateway/migration.py exactly as the CLI does.
+set-up is quick; the timed parts go through gateway/migration/jobs.py exactly as the CLI does.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from adapters.base import NewRecord, Part, Reference, Revision, Writer
-from gateway import migration
 from gateway.app import open_services
 from gateway.config import from_mapping
+from gateway.migration import jobs as migration
 
 WRITER = Writer("member", "mbr_bench", "agent")
 
@@ -59,7 +59,7 @@ async def main(records: int) -> None:
             target = await services.store.create_memory(name="Copy", description="", parent_id=None,
                                                         restricted=False, provider="archive",
                                                         created_by="mbr_bench")
-            from gateway.export_format import dumps
+            from gateway.migration.export_format import dumps
 
             began = time.perf_counter()
             report = await migration.import_records(services, target.id, [dumps(line) for line in lines])

@@ -17,7 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from gateway import outbox
+from gateway.agent import outbox
+from gateway.agent.mcp.server import attach as attach_mcp
 from gateway.answers import JSONAnswer
 from gateway.api import access as access_api
 from gateway.api import (
@@ -39,20 +40,19 @@ from gateway.api import (
 from gateway.api import queries as queries_api
 from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint, route
+from gateway.api.idempotency import Idempotency
 from gateway.api.openapi import build as build_openapi
+from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog
-from gateway.audit_seal import Seal
+from gateway.audit.seal import Seal
 from gateway.config import Config
 from gateway.errors import ApiError
-from gateway.files import FileStore
-from gateway.idempotency import Idempotency
-from gateway.mcp_server import attach as attach_mcp
-from gateway.providers import Providers
+from gateway.federation.providers import Providers
 from gateway.services import Services
+from gateway.state.files import FileStore
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
 from gateway.telemetry import configure as configure_tracing
-from gateway.versions import VersionMiddleware
 
 log = logging.getLogger("memfed.app")
 
@@ -93,7 +93,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
         audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours),
     )
     if config.oidc:
-        from gateway.oidc import OidcSettings, OidcVerifier
+        from gateway.identity.oidc import OidcSettings, OidcVerifier
 
         services.oidc = OidcVerifier(OidcSettings.from_toml(config.oidc), providers.client)
     services.openapi = build_openapi(endpoints())

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.api.idempotency import Idempotency
 from gateway.audit import AuditLog, Coverage, DecisionEntry
 from gateway.config import Config
-from gateway.files import FileStore
-from gateway.idempotency import Idempotency
-from gateway.providers import Providers
-from gateway.recall_plans import RecallPlans
-from gateway.record_counts import RecordCounts
+from gateway.federation.counts import RecordCounts
+from gateway.federation.plans import RecallPlans
+from gateway.federation.providers import Providers
+from gateway.state.files import FileStore
 from gateway.state.store import Member, StateStore
 
 log = logging.getLogger("memfed.services")
@@ -64,7 +64,7 @@ class Services:
                              for operation, memory_id, privilege, allowed, reason in decisions])
 
     def decide_plan(self, call: Any, operation: str, memory_id: str, privilege: str, sets: list[Coverage]) -> None:
-        """A recall's plan: its decisions, one per memory, as coverage sets (gateway.audit_chain)."""
+        """A recall's plan: its decisions, one per memory, as coverage sets (gateway.audit.chain)."""
         if not self.audit.enabled or not sets:
             return
         principal = call.principal
@@ -92,7 +92,7 @@ class Services:
     async def member_for_jwt(self, token: str) -> Member | None:
         """The member a verified JWT names, created on first sight; its groups follow the token's claim."""
         from gateway.errors import ApiError
-        from gateway.oidc import InvalidToken, OidcUnavailable
+        from gateway.identity.oidc import InvalidToken, OidcUnavailable
 
         try:
             identity = await self.oidc.verify(token)

@@ -16,7 +16,7 @@ from adapters.base import (
     Unsupported,
 )
 from gateway.errors import ApiError, record_not_found, unavailable, unsupported
-from gateway.providers import ProviderHandle
+from gateway.federation.providers import ProviderHandle
 from gateway.state import schema as t
 from gateway.state.tree import MemoryNode
 
@@ -83,7 +83,7 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
 
 
 async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None) -> dict[str, int | None]:
-    """Active records per memory (gateway.record_counts); None where the provider could not count.
+    """Active records per memory (gateway.federation.counts); None where the provider could not count.
     Counts that are old are shown and asked again once `call`'s answer has left."""
     return await services.counts.of(services.providers, nodes,
                                     later=call.after_answer if call is not None else None)

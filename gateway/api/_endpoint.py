@@ -22,8 +22,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.answers import JSONAnswer
-from gateway.auth import Principal, authenticate
 from gateway.errors import ApiError
+from gateway.identity.auth import Principal, authenticate
 from gateway.ids import new_id
 from gateway.telemetry import annotate
 

@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import Field
 
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import Strict
 from gateway.errors import invalid
-from gateway.guard import require
 from gateway.state.store import StateStore
 from policies import access
 

@@ -2,8 +2,8 @@
 
 - `GET /v1/memories/{id}/prime?budget=N` reads the memory's standing records (active records whose
   `attributes.standing` is true) and renders them, with the memory's name, description and readable
-  children, as the fenced "Memory" section (gateway/prime.py). What it placed is logged in tokens.
-- `POST /v1/memories/{id}/observe` appends episodes through the outbox (gateway/outbox.py): sent at
+  children, as the fenced "Memory" section (gateway/agent/prime.py). What it placed is logged in tokens.
+- `POST /v1/memories/{id}/observe` appends episodes through the outbox (gateway/agent/outbox.py): sent at
   once when the provider answers, kept and sent later when it does not, and never lost.
 - `GET /v1/memories/{id}/jobs/{job}` is what an observe that answered 202 has written since.
 """
@@ -18,16 +18,16 @@ from sqlalchemy import insert
 from starlette.responses import JSONResponse
 
 from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
-from gateway import outbox
-from gateway import prime as priming
+from gateway.agent import outbox
+from gateway.agent import prime as priming
 from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.agent_models import Observe, PrimeQuery
+from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import record_json
 from gateway.errors import ApiError, unsupported
-from gateway.guard import require
 from gateway.state import harness_schema as h
 from gateway.state.store import now_ms
 from gateway.state.tree import MemoryNode

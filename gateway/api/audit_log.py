@@ -14,11 +14,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require, require_admin
 from gateway.api.models import Strict
 from gateway.audit import AuditQuery
-from gateway.audit_query import InvalidCursor
+from gateway.audit.query import InvalidCursor
 from gateway.errors import ApiError
-from gateway.guard import require, require_admin
 from policies import access
 
 

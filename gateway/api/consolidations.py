@@ -31,12 +31,12 @@ from adapters.base import Provider, ProviderError, ProviderRejected, Unsupported
 from adapters.consolidation import CHANGE_KINDS, Change, ConsolidatingProvider, Reversal, RunOutcome
 from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import Page, Strict
 from gateway.api.records import now
 from gateway.errors import ApiError, invalid, unsupported
-from gateway.guard import require
+from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
-from gateway.providers import ProviderHandle
 from gateway.state.consolidation_schema import consolidation_changes as changes_t
 from gateway.state.consolidation_schema import consolidation_runs as runs_t
 from gateway.state.tree import MemoryNode

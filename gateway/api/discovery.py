@@ -6,7 +6,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.api._endpoint import Call, Endpoint
-from gateway.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
+from gateway.api.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 
 
 async def discovery(call: Call) -> dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
 from gateway.errors import ApiError, invalid
-from gateway.guard import require
 from policies import access
 from policies.access import Grant
 

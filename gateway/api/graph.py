@@ -14,10 +14,10 @@ from typing import Any
 from adapters.base import Page, Provider, Record
 from gateway.api._calls import on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import Graph
 from gateway.api.render import record_json
 from gateway.errors import ApiError, record_not_found
-from gateway.guard import require
 from policies import access
 from policies.recall import plan
 

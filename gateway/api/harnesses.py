@@ -14,16 +14,16 @@ from typing import Any
 
 from sqlalchemy import update
 
-from gateway import outbox
-from gateway import prime as priming
+from gateway.agent import outbox
+from gateway.agent import prime as priming
 from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.agent import log_prime, observe_episodes, prime_memory
 from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery, Turn
+from gateway.api.guard import require_admin
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import page_json
 from gateway.errors import ApiError, invalid
-from gateway.guard import require_admin
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
 from gateway.state.store import StateStore, now_ms

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.errors import ApiError
-from gateway.guard import require_admin
 from gateway.state.store import Member
 
 ADMIN_INVALID = "memfed_invalid_request"

@@ -9,10 +9,10 @@ from typing import Any
 from adapters.base import Provider
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require, require_admin, require_visible
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
 from gateway.errors import ApiError, invalid, memory_not_found, unsupported
-from gateway.guard import require, require_admin, require_visible
 from gateway.state.tree import MemoryNode
 from policies import access
 

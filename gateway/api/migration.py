@@ -1,6 +1,6 @@
 """Administrators' routes for moving records: migrate a memory to another provider, export, import.
 
-They are thin over gateway/migration.py. A migration runs within the request and answers its report;
+They are thin over gateway/migration/jobs.py. A migration runs within the request and answers its report;
 a failure answers the chapter's error with the report in `detail.migration`, the binding unchanged,
 and the same request resumes it. An export streams NDJSON; an import takes NDJSON and validates every
 line before it writes anything.
@@ -15,12 +15,12 @@ from typing import Any
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
-from gateway import migration
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.errors import ApiError
-from gateway.export_format import MEDIA_TYPE, dumps
-from gateway.guard import require_admin
+from gateway.migration import jobs as migration
+from gateway.migration.export_format import MEDIA_TYPE, dumps
 
 log = logging.getLogger("memfed.api")
 

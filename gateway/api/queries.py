@@ -26,6 +26,7 @@ from adapters.queries import QueryingProvider, QueryParamError, QueryResult
 from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.query_models import (
     DefineQuery,
     FreeQuery,
@@ -37,8 +38,7 @@ from gateway.api.query_models import (
 )
 from gateway.api.render import page_json, place_json, record_json
 from gateway.errors import ApiError, invalid, unsupported
-from gateway.guard import require
-from gateway.providers import ProviderHandle
+from gateway.federation.providers import ProviderHandle
 from gateway.state import query_schema as q
 from gateway.state.store import now_ms
 from gateway.state.tree import MemoryNode

@@ -8,13 +8,13 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from adapters.base import Condition, RecallQuery
-from gateway import federation
 from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import Recall
 from gateway.api.render import place_json, record_json
-from gateway.guard import require
-from gateway.recall_plans import KeptPlan
+from gateway.federation import fanout as federation
+from gateway.federation.plans import KeptPlan
 from policies import access
 
 T = TypeVar("T")

@@ -16,10 +16,10 @@ from starlette.responses import Response
 from adapters.base import FileRef, NewRecord, Part, Provider, Record, Reference, Revision, Writer
 from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references
 from gateway.errors import ApiError, invalid, unsupported
-from gateway.guard import require
 from gateway.state.tree import MemoryNode
 
 

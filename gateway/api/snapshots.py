@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require
 from gateway.api.models import Snapshot
 from gateway.api.render import iso, page_json
 from gateway.errors import ApiError
-from gateway.guard import require
 from gateway.ids import new_id
 from gateway.state import schema as t
 from gateway.state.store import now_ms

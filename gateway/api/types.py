@@ -23,10 +23,10 @@ from adapters.base import CORE_TYPES, Provider, Unsupported
 from adapters.operations import OperationInfo, OperationResult, TypedProvider, TypeInfo, find_type
 from gateway.api._calls import handle_for, on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require, require_visible
 from gateway.api.models import Strict
 from gateway.api.records import now, render, writer_for
 from gateway.errors import ApiError, invalid, unsupported
-from gateway.guard import require, require_visible
 
 log = logging.getLogger("memfed.api.types")
 

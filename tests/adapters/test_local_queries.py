@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters._query_container import RECORD_COLUMNS, SCHEMA_TEXT
 from adapters.base import ProviderRejected, Record, Reference, Unsupported
 from adapters.local import LocalProvider
+from adapters.local._query_container import RECORD_COLUMNS, SCHEMA_TEXT
 from adapters.queries import QueryParamError, QueryResult
 from tests.adapters.harnesses import M1, M2, PERSON, Stamps
 
@@ -305,7 +305,7 @@ async def test_quadratic_functions_are_linear_here(two: Two, statement: str, exp
 
 def test_the_linear_functions_agree_with_sqlite() -> None:
     """On ordinary arguments the replacements answer what SQLite's own functions answer."""
-    from adapters._query_container import open_container
+    from adapters.local._query_container import open_container
 
     plain = sqlite3.connect(":memory:")
     sealed = open_container((), ())

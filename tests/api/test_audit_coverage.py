@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from gateway import audit_store
 from gateway.audit import AuditLog, AuditQuery, Coverage, DecisionEntry
-from gateway.audit_store import coverage_items_table, coverage_table, entries_table
+from gateway.audit import store as audit_store
+from gateway.audit.store import coverage_items_table, coverage_table, entries_table
 from gateway.cli import main
 from tests.api.conftest import Gateway
 

@@ -24,10 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from gateway import audit_chain, audit_lines, audit_store
 from gateway.audit import REASON_CAP, AuditLog, AuditQuery, DecisionEntry
-from gateway.audit_query import ENTRY, InvalidCursor, stamp
-from gateway.audit_store import FIELDS, GENESIS, chain_hash, entries_table, head_table
+from gateway.audit import chain as audit_chain
+from gateway.audit import lines as audit_lines
+from gateway.audit import store as audit_store
+from gateway.audit.query import ENTRY, InvalidCursor, stamp
+from gateway.audit.store import FIELDS, GENESIS, chain_hash, entries_table, head_table
 
 BASE = datetime(2026, 10, 4, 12, 0, 0, tzinfo=UTC)
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -8,7 +8,7 @@ import json
 import pytest
 from sqlalchemy import update
 
-from gateway.audit_store import entries_table
+from gateway.audit.store import entries_table
 from gateway.cli import main
 from tests.api.conftest import Gateway
 

@@ -11,9 +11,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.audit import AuditLog, DecisionEntry
-from gateway.audit_chain import chain_hash
-from gateway.audit_seal import Seal, SealKeyMissing
-from gateway.audit_store import entries_table, head_table, link
+from gateway.audit.chain import chain_hash
+from gateway.audit.seal import Seal, SealKeyMissing
+from gateway.audit.store import entries_table, head_table, link
 from gateway.cli import main
 from gateway.config import ConfigError, from_mapping
 
@@ -102,8 +102,8 @@ def test_the_key_comes_from_the_environment_and_never_shows(monkeypatch: pytest.
 
 
 def test_an_export_checks_its_seals_with_the_key() -> None:
-    from gateway.audit_chain import verify_lines
-    from gateway.audit_store import canonical_json
+    from gateway.audit.chain import verify_lines
+    from gateway.audit.store import canonical_json
 
     seal = Seal(KEY)
     entry = {"seq": 1, "at": "2026-11-30T12:00:00.000Z", "request_id": "r", "principal": "member:a", "groups": [],

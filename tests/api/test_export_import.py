@@ -85,7 +85,7 @@ async def test_an_export_cut_short_says_so_and_cannot_be_imported_as_whole(
 ) -> None:
     """When the provider fails after the answer has started, the last line is an error envelope, and
     an import of that file is refused at that line."""
-    monkeypatch.setattr("gateway._replay.PAGE", 1)  # one record a page, so the third page fails midway
+    monkeypatch.setattr("gateway.migration._replay.PAGE", 1)  # one record a page, so the third page fails midway
     seeded = await seed(gw)
     handle = gw.services.providers["local"]
     inner = handle.provider

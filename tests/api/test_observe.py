@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from adapters.base import NewRecord, ProviderTimeout, Record, Unsupported
-from gateway import outbox
+from gateway.agent import outbox
 from gateway.app import create_app, open_services
 from gateway.services import Services
 from gateway.state import harness_schema as h

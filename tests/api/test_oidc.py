@@ -1,4 +1,4 @@
-"""OIDC bearer JWT verification (gateway/oidc.py) against real keys and a JWKS served from loopback.
+"""OIDC bearer JWT verification (gateway/identity/oidc.py) against real keys and a JWKS served from loopback.
 
 Keys are generated here with `cryptography`; the JWKS is served by a real HTTP server on 127.0.0.1 and
 fetched by a real httpx.AsyncClient. Time for the cache and the refetch limit is a fake monotonic clock
@@ -24,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from joserfc import jwk, jwt
 
-from gateway.oidc import InvalidToken, OidcSettings, OidcUnavailable, OidcVerifier, VerifiedIdentity
+from gateway.identity.oidc import InvalidToken, OidcSettings, OidcUnavailable, OidcVerifier, VerifiedIdentity
 
 ISSUER = "https://idp.example.test/realms/memfed"
 AUDIENCE = "memfed-gateway"

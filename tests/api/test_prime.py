@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from gateway import prime as priming
-from gateway.fence import NOTICE
+from gateway.agent import prime as priming
+from gateway.agent.fence import NOTICE
 from gateway.state import harness_schema as h
 from tests.api.conftest import Gateway
 

@@ -234,7 +234,7 @@ async def test_old_counts_are_asked_again_only_after_the_answer() -> None:
     """`of` answers an old count at once and leaves the new count to the work after the answer."""
     import asyncio
 
-    from gateway.record_counts import RecordCounts
+    from gateway.federation.counts import RecordCounts
     from gateway.state.tree import MemoryNode
 
     class SlowHandle:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.audit import AuditLog, AuditQuery
-from gateway.audit_store import entries_table
+from gateway.audit.store import entries_table
 from tests._postgres import PG_URL, fresh_schema
 
 REPO = Path(__file__).resolve().parents[2]

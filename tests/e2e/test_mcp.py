@@ -14,7 +14,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from gateway.fence import NOTICE
+from gateway.agent.fence import NOTICE
 from tests.e2e._mcp_client import (
     READ_TOOLS,
     WRITE_TOOLS,

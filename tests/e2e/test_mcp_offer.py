@@ -11,10 +11,10 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.auth import Principal
-from gateway.mcp.api import Answer, Caller
-from gateway.mcp.offer import QUERY_SCAN_CAP, offered_tools
-from gateway.mcp.run import run_tool
+from gateway.agent.mcp.api import Answer, Caller
+from gateway.agent.mcp.offer import QUERY_SCAN_CAP, offered_tools
+from gateway.agent.mcp.run import run_tool
+from gateway.identity.auth import Principal
 from gateway.state.tree import MemoryNode, Tree
 from policies.access import Grant
 

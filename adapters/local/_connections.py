@@ -1,0 +1,126 @@
+"""The local provider's connections to its SQLite file: one writer behind a lock, a pool of readers.
+
+`LocalConnections` opens the file (WAL, the schema, secure delete), hands out a connection for a read
+that stands alone, for a run of statements under the lock, or for a write in one IMMEDIATE transaction,
+and folds the write-ahead log back into the file. `LocalProvider` inherits it, as it inherits
+`LocalQueries`; the records, their versions and recall are adapters/local/provider.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Self
+
+import aiosqlite
+
+from adapters.base import ProviderUnavailable
+from adapters.local._schema import SCHEMA, SCHEMA_VERSION
+from adapters.local._sql import CHECKPOINT
+
+READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
+
+
+class LocalConnections:
+    """The writer, its lock and the reader pool of one SQLite file; a mixin of `LocalProvider`."""
+
+    def __init__(self, db: aiosqlite.Connection, readers: Sequence[aiosqlite.Connection] = ()) -> None:
+        self._db = db
+        # Reads that stand alone (get, list, history, recall, count) go to their own connections, each
+        # with its own thread: SQLite runs them in parallel with each other and with a write (WAL), so a
+        # slow search does not hold up every other read behind it.
+        self._readers = list(readers)
+        self._next_reader = 0
+        # aiosqlite runs one connection's statements on one thread, one at a time, so this lock costs no
+        # parallelism; it keeps the statements of one operation (read current, close it, append the next)
+        # from interleaving with another's, which would otherwise see or break a half-written chain.
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, *, busy_timeout: float = 5.0) -> Self:
+        """Open (creating if needed) the file at `path`; ":memory:" gives a private in-memory store.
+
+        `busy_timeout` is how long a statement waits for another process holding the file (a backup,
+        `memfed export`) before giving up.
+        """
+        if str(path) != ":memory:":
+            await asyncio.to_thread(Path(path).parent.mkdir, parents=True, exist_ok=True)
+        db = await aiosqlite.connect(str(path), isolation_level=None)
+        try:
+            db.row_factory = aiosqlite.Row
+            await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
+            # Erase promises the content cannot be read again: zero freed cells and pages instead of
+            # leaving them in the file for anyone with the bytes.
+            await db.execute("PRAGMA secure_delete = ON")
+            await db.executescript(SCHEMA)
+            await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            await db.close()
+            raise
+        readers: list[aiosqlite.Connection] = []
+        if str(path) != ":memory:":  # a private in-memory store cannot be shared between connections
+            for _ in range(READERS):
+                reader = await aiosqlite.connect(str(path), isolation_level=None)
+                reader.row_factory = aiosqlite.Row
+                await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                await reader.execute("PRAGMA query_only = ON")
+                readers.append(reader)
+        return cls(db, readers)
+
+    async def close(self) -> None:
+        for reader in self._readers:
+            await reader.close()
+        await self._db.close()
+
+    # ----------------------------------------------------------------------- connections
+
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A connection for a read that stands alone: a reader of the pool when there is one."""
+        if not self._readers:
+            async with self._locked() as db:
+                yield db
+            return
+        reader = self._readers[self._next_reader % len(self._readers)]
+        self._next_reader += 1
+        try:
+            yield reader
+        except sqlite3.Error as exc:
+            raise ProviderUnavailable(f"local store: {exc}") from exc
+
+    @asynccontextmanager
+    async def _locked(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                # The file is this provider's vendor: a locked, full or damaged file is the vendor
+                # failing, which the gateway reports as unavailable rather than as a bug.
+                raise ProviderUnavailable(f"local store: {exc}") from exc
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._locked() as db:
+            # IMMEDIATE takes the write lock up front, so two processes on one file wait rather than
+            # fail halfway when both read first and then try to write.
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                # Some failures (a full disk) already rolled back; a second ROLLBACK would hide them.
+                if db.in_transaction:
+                    await db.execute("ROLLBACK")
+                raise
+            await db.execute("COMMIT")
+
+    async def _checkpoint(self) -> bool:
+        """Fold the write-ahead log into the file and empty it; False when a reader kept it from
+        completing (the log, and that reader, still hold the old pages)."""
+        async with self._locked() as db:
+            rows = list(await db.execute_fetchall(CHECKPOINT))
+        return not rows[0][0]

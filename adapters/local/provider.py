@@ -1,0 +1,378 @@
+"""The embedded provider: records in one SQLite file, found with FTS5. The default; needs nothing else.
+
+Isolation is a condition, not a container: every memory shares one table, every statement carries the
+memory's id and every record fetched by id is checked against it (UHP Memories §10.3), so the
+capability document says `enforced_filter`. Meaning is emulated by words (bm25 over the question's
+non-stopwords) and is declared emulated. Files are kept by reference; their bytes stay in the
+gateway's file store.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import httpx
+
+from adapters.base import (
+    SIGNALS,
+    Capabilities,
+    Erasure,
+    Follows,
+    Hit,
+    Include,
+    NewRecord,
+    Page,
+    Part,
+    ProviderRejected,
+    RecallAnswer,
+    RecallQuery,
+    Record,
+    RecordNotFound,
+    RecordTime,
+    Revision,
+    Signal,
+    Unsupported,
+    Writer,
+)
+from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
+from adapters.local import _sql as sql
+from adapters.local import consolidation as local_consolidation
+from adapters.local import task_type as local_types
+from adapters.local._connections import LocalConnections
+from adapters.local.queries import LocalQueries
+from adapters.operations import OperationResult, TypeInfo
+from adapters.versioning import not_before, or_keep, refuse_following, revised
+
+CAPABILITIES = Capabilities(
+    isolation="enforced_filter",
+    derivation="none",
+    signals=("query", "text", "filters"),
+    emulated_signals=("query",),
+    abstain=True,
+    keeps_episodes=True,
+    observe_answers="records",
+    history_content="versions",
+    history_structure="versions",
+    revise="native",
+    forget="native",
+    erase_unreachable="reported",
+    as_of=True,
+    named_queries=True,
+    free_query_languages=("sql",),
+    free_query_write=False,
+    consolidate="runs",
+    types=True,
+    graph_entities="stated",
+    media=("text/*", "image/*", "application/pdf", "audio/*", "video/*"),
+    bytes="referenced",
+    searches_many_memories=True,
+)
+
+RRF_K = 60
+
+
+def fuse(places: Mapping[int, Mapping[Signal, int]], lists: int) -> dict[int, float]:
+    """Reciprocal rank fusion of per-signal places (1 = best), scaled so that first in every list
+    scores 1.0. Adapters do not import policies/, so this small copy lives here."""
+    best = lists / (RRF_K + 1)
+    return {
+        key: sum(1.0 / (RRF_K + p) for p in by_signal.values()) / best for key, by_signal in places.items()
+    }
+
+
+class LocalProvider(LocalConnections, LocalQueries):
+    """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor.
+    The connections it reads and writes through are `LocalConnections`' (adapters/local/_connections.py)."""
+
+    @classmethod
+    async def from_config(
+        cls,
+        options: Mapping[str, Any],
+        *,
+        client: httpx.AsyncClient,
+        data_dir: Path,
+        api_key: str | None,
+    ) -> LocalProvider:
+        """`options.path`, or `records.sqlite3` in the data directory. Local calls no one, so the
+        client and key the gateway hands every adapter are not used."""
+        path = options.get("path")
+        return await cls.open(Path(path) if path else data_dir / "records.sqlite3")
+
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
+
+    # ----------------------------------------------------------------------- writes
+
+    async def remember(self, memory_id: str, record: NewRecord, *, follows: Follows | None = None) -> Record:
+        """Write one record as stated. `follows` is for the gateway's own records that mirror a source
+        (§5.4); the contract's `NewRecord` has no such field, so it comes as a keyword of this adapter."""
+        _refuse_unkept_media(record.content, self.capabilities().media)
+        local_types.check(record.type, record.attributes)
+        first = Record(
+            id="hrec_" + secrets.token_hex(16),
+            memory_id=memory_id,
+            type=record.type,
+            content=record.content,
+            written_by=record.written_by,
+            time=RecordTime(record.written_at, record.valid_from, record.valid_to),
+            title=record.title,
+            attributes=record.attributes,
+            references=record.references,
+            follows=follows,
+        )
+        async with self._writing() as db:
+            return await self._append(db, first)
+
+    async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
+        """Append version n+1 over the current one. A forgotten record may be revised and is active
+        again: forget closed it, a revision is a new statement by someone allowed to write, and the
+        chain keeps both; refusing would push the writer to a new record that loses this history."""
+        if revision.content is not None:
+            _refuse_unkept_media(revision.content, self.capabilities().media)
+        async with self._writing() as db:
+            current = await self._current(db, memory_id, record_id)
+            refuse_following(current, "revised")
+            t = current.time
+            at = not_before(revision.written_at, t.written_at)
+            following = Record(
+                id=current.id,
+                memory_id=memory_id,
+                type=or_keep(revision.type, current.type),
+                content=or_keep(revision.content, current.content),
+                written_by=revision.written_by,
+                time=RecordTime(
+                    at, revised(revision, "valid_from", t.valid_from), revised(revision, "valid_to", t.valid_to)
+                ),
+                version=current.version + 1,
+                supersedes=current.version,
+                title=revised(revision, "title", current.title),
+                attributes=or_keep(revision.attributes, current.attributes),
+                references=or_keep(revision.references, current.references),
+                follows=current.follows,
+            )
+            local_types.check(following.type, following.attributes)
+            await self._close_version(db, current, at)
+            return await self._append(db, following)
+
+    async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime) -> Record:
+        """Append a version with status forgotten that repeats the last content, so `get` and history
+        still show what was forgotten, by whom and when. Forgetting a forgotten record changes nothing."""
+        async with self._writing() as db:
+            current = await self._current(db, memory_id, record_id)
+            refuse_following(current, "forgotten")
+            if current.status == "forgotten":
+                return current
+            when = not_before(at, current.time.written_at)
+            tombstone = replace(
+                current,
+                version=current.version + 1,
+                supersedes=current.version,
+                status="forgotten",
+                written_by=by,
+                time=replace(current.time, written_at=when, invalidated_at=None),
+            )
+            await self._close_version(db, current, when)
+            return await self._append(db, tombstone)
+
+    async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
+        """Delete every version of these records, their index entries, and the freed bytes.
+
+        Ids not in this memory are ignored and not reported. Nothing is derived from a record here, so
+        `unreachable` is empty, unless another connection to the file still held a read open when the
+        write-ahead log was folded in: that reader can still see the old versions, and the log still
+        holds them, so then every erased id is reported unreachable.
+        """
+        wanted = list(dict.fromkeys(record_ids))
+        params = {"memory": memory_id, "ids": sql.to_json(wanted, "record ids")}
+        async with self._writing() as db:
+            found = {row["record_id"] for row in await db.execute_fetchall(sql.FIND, params)}
+            if found:
+                await self._purge(db, sql.ERASABLE, params)
+        erased = tuple(i for i in wanted if i in found)
+        complete = await self._checkpoint() if found else True
+        return Erasure(erased=erased, unreachable=() if complete else erased)
+
+    async def drop_memory(self, memory_id: str) -> None:
+        params = {"memory": memory_id}
+        async with self._writing() as db:
+            await self._purge(db, sql.IN_MEMORY, params)
+        # A reader still open elsewhere only delays reuse of the freed pages; nothing is promised here.
+        await self._checkpoint()
+
+    # ----------------------------------------------------------------------- reads
+
+    async def get(self, memory_id: str, record_id: str, as_of: datetime | None = None) -> Record:
+        """The current version, or the one current at `as_of`; a forgotten record reads as forgotten."""
+        at = sql.ts_or_none(as_of)
+        params = {"memory": memory_id, "record": record_id, "as_of": at}
+        async with self._reading() as db:
+            rows = list(await db.execute_fetchall(sql.get_statement(at), params))
+        if not rows:
+            raise RecordNotFound(record_id)
+        return sql.record(rows[0], at)
+
+    async def list(
+        self,
+        memory_id: str,
+        *,
+        types: Sequence[str] = (),
+        include: Include = "active",
+        as_of: datetime | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Page:
+        """Newest first by the shown version's `written_at`, then id. The cursor is the last (time, id)
+        seen, so a record written while a client pages sorts before it and shifts nothing."""
+        if limit < 1:
+            raise ProviderRejected("limit must be at least 1")
+        at = sql.ts_or_none(as_of)
+        params: dict[str, Any] = {"memory": memory_id, "as_of": at, "n": limit + 1}
+        params["types"] = sql.to_json(list(types), "types")
+        if cursor is not None:
+            params["after_at"], params["after_id"] = sql.decode_cursor(cursor)
+        query = sql.list_statement(at, include, types=bool(types), after=cursor is not None)
+        async with self._reading() as db:
+            rows = list(await db.execute_fetchall(query, params))
+        more = len(rows) > limit
+        rows = rows[:limit]
+        following = sql.encode_cursor(rows[-1]["written_at"], rows[-1]["record_id"]) if more else None
+        return Page(items=tuple(sql.record(r, at) for r in rows), next=following)
+
+    async def history(self, memory_id: str, record_id: str) -> Sequence[Record]:
+        async with self._reading() as db:
+            rows = await db.execute_fetchall(sql.HISTORY, {"memory": memory_id, "record": record_id})
+        versions = [sql.record(r) for r in rows]
+        if not versions:
+            raise RecordNotFound(record_id)
+        return versions
+
+    async def count(self, memory_ids: Sequence[str]) -> Mapping[str, int]:
+        params = {"memories": sql.to_json(list(memory_ids), "memory ids")}
+        async with self._reading() as db:
+            rows = await db.execute_fetchall(sql.COUNT, params)
+        counts = {m: 0 for m in memory_ids}
+        counts.update({row["memory_id"]: row["n"] for row in rows})
+        return counts
+
+    async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
+        """All memories in one statement; each signal ranks on its own and the lists are fused (RRF).
+        A filter-only recall therefore comes newest first. `abstain` says that words were asked for
+        and none matched."""
+        asked = query.signals()
+        if not asked:
+            raise ProviderRejected("a recall needs query, text or filters")
+        if query.limit < 1:
+            raise ProviderRejected("limit must be at least 1")
+        declared = self.capabilities().signals
+        signals = [s for s in asked if s in declared]
+        degraded = tuple(f"{s}:not_supported" for s in asked if s not in declared)
+        textual = [s for s in signals if s in ("query", "text")]
+
+        at = sql.ts_or_none(query.as_of)
+        # Deeper than `limit`: a record fourth in two lists outranks one first in a single list.
+        statement = sql.recall_statement(
+            memory_ids,
+            signals,
+            query=query.query,
+            text=query.text,
+            filters=query.filters,
+            types=query.types,
+            as_of=at,
+            include=query.include,
+            depth=max(4 * query.limit, 50),
+        )
+        rows: list[Any] = []
+        if statement is not None and memory_ids:
+            async with self._reading() as db:
+                rows = list(await db.execute_fetchall(*statement))
+
+        places: dict[int, dict[Signal, int]] = {}
+        versions: dict[int, Any] = {}
+        for row in rows:
+            places.setdefault(row["seq"], {})[row["signal"]] = row["place"]
+            versions[row["seq"]] = row
+        scores = fuse(places, len(signals))
+        # Equal scores keep the newest first (then the higher id): sorts are stable, so order by the
+        # tie-break first. The same store therefore always answers in the same order.
+        ranked = sorted(
+            scores, key=lambda seq: (versions[seq]["written_at"], versions[seq]["record_id"]), reverse=True
+        )
+        ranked.sort(key=lambda seq: -scores[seq])
+        hits = tuple(
+            Hit(
+                record=sql.record(versions[seq], at),
+                score=scores[seq],
+                why=tuple(s for s in SIGNALS if s in places[seq]),
+            )
+            for seq in ranked[: query.limit]
+        )
+        matched_words = any(s in textual for by_signal in places.values() for s in by_signal)
+        return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
+
+    # ----------------------------------------------------------------------- types (§8), consolidation (§9.2)
+    # Both work through the public methods above; adapters/local/task_type.py and local_consolidation.py say how.
+
+    def types(self) -> Sequence[TypeInfo]:
+        return local_types.TYPES
+
+    async def operate(self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer,
+                      at: datetime) -> OperationResult:
+        return await local_types.operate(self, memory_id, record_id, name, input, by, at)
+
+    def consolidation_unit(self) -> str:
+        return local_consolidation.UNIT
+
+    async def consolidate(self, memory_id: str, run_id: str, *, budget: int | None, resume_after: datetime | None,
+                          by: Writer, at: datetime, on_change: ChangeSink | None = None) -> RunOutcome:
+        return await local_consolidation.consolidate(self, memory_id, budget=budget, resume_after=resume_after,
+                                                     by=by, at=at, on_change=on_change)
+
+    async def revert(self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer,
+                     at: datetime) -> Reversal:
+        return await local_consolidation.revert(self, memory_id, changes, by=by, at=at)
+
+    # ----------------------------------------------------------------------- helpers: the version chain
+
+    async def _current(self, db: aiosqlite.Connection, memory_id: str, record_id: str) -> Record:
+        rows = list(await db.execute_fetchall(sql.CURRENT, {"memory": memory_id, "record": record_id}))
+        if not rows:
+            raise RecordNotFound(record_id)
+        return sql.record(rows[0])
+
+    async def _append(self, db: aiosqlite.Connection, version: Record) -> Record:
+        row = sql.columns(version)
+        cursor = await db.execute(sql.INSERT, row)
+        title, body = local_types.searchable(version)  # a registered type's projection is found by recall
+        await db.execute(sql.INSERT_WORDS, (cursor.lastrowid, title, body))
+        # Read back through the same decoding as every read, so the caller gets exactly what `get` gives.
+        return sql.record(row)
+
+    async def _close_version(self, db: aiosqlite.Connection, current: Record, at: datetime) -> None:
+        await db.execute(sql.CLOSE, {"at": sql.ts(at), "record": current.id, "version": current.version})
+
+    async def _purge(self, db: aiosqlite.Connection, where: str, params: Mapping[str, Any]) -> None:
+        for statement in sql.purge_statements(where):
+            await db.execute(statement, params)
+
+
+def _refuse_unkept_media(content: Sequence[Part], kept_media: Sequence[str]) -> None:
+    for part in content:
+        if part.type != "file":
+            continue
+        if part.file is None:
+            raise ProviderRejected("a file part must name its file")
+        media = part.file.media_type.split(";")[0].strip().lower()
+        if not any(_media_matches(media, kept) for kept in kept_media):
+            raise Unsupported(f"this memory does not keep {media} files")
+
+
+def _media_matches(media: str, kept: str) -> bool:
+    major, _, minor = kept.partition("/")
+    got_major, _, got_minor = media.partition("/")
+    return got_major == major and minor in ("*", got_minor)

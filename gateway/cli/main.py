@@ -1,0 +1,59 @@
+"""The `memfed` command: serve the gateway, and the operator's tools that act on its state directly."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from gateway import __version__
+from gateway.cli import audit as audit_commands
+from gateway.cli import migrate as migrate_commands
+from gateway.cli._common import common, load_config
+from gateway.config import ConfigError
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.audit.seal import Seal
+
+    config = load_config(args)
+    Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    app = create_app(config, freeze_heap=True)
+    # The access log prints request lines only; bearer credentials travel in headers, never logged.
+    uvicorn.run(app, host=config.host, port=config.port, log_level="info", lifespan="on")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memfed", description="A UHP Memories gateway.")
+    parser.add_argument("--version", action="version", version=f"memfed {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser("serve", help="run the gateway")
+    common(serve_parser)
+    serve_parser.add_argument("--host", help="address to listen on (127.0.0.1)")
+    serve_parser.add_argument("--port", type=int, help="port to listen on (8080)")
+    serve_parser.set_defaults(func=serve)
+    # The operator's subcommands act on the state directly (no server needed), each group in its module.
+    audit_commands.add_commands(commands)
+    migrate_commands.add_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+    except ConfigError as exc:
+        print(f"memfed: {exc}", file=sys.stderr)
+        return 2
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
