@@ -13,10 +13,13 @@ are importable from here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
+
+import httpx
 
 from adapters.errors import (
     ProviderError,
@@ -50,12 +53,12 @@ from adapters.records import (
 )
 
 __all__ = [  # the contract, wherever each piece is written
-    "CORE_TYPES", "FILTER_OPS", "SIGNALS", "Capabilities", "Condition", "Erasure", "FileRef", "FilterOp",
-    "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError", "ProviderRateLimited",
-    "ProviderRejected", "ProviderTimeout", "ProviderUnavailable", "RecallAnswer", "RecallQuery", "Record",
-    "RecordNotFound", "RecordStatus", "RecordTime", "Reference", "Revision", "Signal", "Support", "Unsupported",
-    "Writer", "decode_cursor", "encode_cursor", "instant", "part_from_json", "part_to_json", "utc",
-    "writer_to_json",
+    "CORE_TYPES", "FILTER_OPS", "SIGNALS", "AdapterFactory", "Capabilities", "Condition", "Erasure", "FileRef",
+    "FilterOp", "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError",
+    "ProviderRateLimited", "ProviderRejected", "ProviderTimeout", "ProviderUnavailable", "RecallAnswer",
+    "RecallQuery", "Record", "RecordNotFound", "RecordStatus", "RecordTime", "Reference", "Revision", "Signal",
+    "Support", "Unsupported", "Writer", "decode_cursor", "encode_cursor", "instant", "part_from_json",
+    "part_to_json", "utc", "writer_to_json",
 ]  # fmt: skip
 
 Include = Literal["active", "all"]
@@ -157,6 +160,9 @@ class Capabilities:
     bytes: Literal["kept", "referenced"] = "referenced"
     describes: tuple[str, ...] = ()
     searches_many_memories: bool = True
+    # Where the records live: on this server ("gateway", the embedded provider) or at a vendor. The gateway
+    # warns where data leaves the server (a harness's default memory, observed turns) by this, not by name.
+    data_location: Literal["gateway", "vendor"] = "vendor"
 
     def document(self, provider_id: str) -> dict[str, Any]:
         """The §10.2 JSON shape, with memfed's additions under `x.memfed`."""
@@ -185,7 +191,8 @@ class Capabilities:
             "types": self.types,
             "graph": {"entities": self.graph_entities},
             "content": {"media": list(self.media), "bytes": self.bytes, "describes": list(self.describes)},
-            "x.memfed": {"as_of": self.as_of, "searches_many_memories": self.searches_many_memories},
+            "x.memfed": {"as_of": self.as_of, "searches_many_memories": self.searches_many_memories,
+                         "data_location": self.data_location},
         }
 
 
@@ -248,3 +255,16 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class AdapterFactory(Protocol):
+    """How the gateway opens an adapter from its `[providers.NAME]` table.
+
+    `options` are the table's adapter keys (with `base_url` and `timeout`); `client` the gateway's pooled
+    HTTP client, the only way an adapter reaches a vendor over HTTP; `data_dir` a directory of this
+    provider's own on the gateway's disk; `api_key` the value of `api_key_env`, or None. Each vendor
+    package offers one as `factory`, and adapters/__init__.py names the package."""
+
+    def __call__(
+        self, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path, api_key: str | None
+    ) -> Awaitable[Provider]: ...

@@ -5,6 +5,9 @@ statements, `queries` and `_query_container` named and free SQL queries, `task_t
 `consolidation` its consolidation pass.
 """
 
+from adapters.base import AdapterFactory
 from adapters.local.provider import CAPABILITIES, LocalProvider
 
-__all__ = ["CAPABILITIES", "LocalProvider"]
+factory: AdapterFactory = LocalProvider.from_config
+
+__all__ = ["CAPABILITIES", "LocalProvider", "factory"]

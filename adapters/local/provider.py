@@ -72,6 +72,7 @@ CAPABILITIES = Capabilities(
     media=("text/*", "image/*", "application/pdf", "audio/*", "video/*"),
     bytes="referenced",
     searches_many_memories=True,
+    data_location="gateway",
 )
 
 RRF_K = 60

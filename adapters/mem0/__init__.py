@@ -5,6 +5,9 @@ recall; `wire` the HTTP calls of both variants; `_records` and `_select` how a m
 mem0's fields and how mem0's answers are judged.
 """
 
+from adapters.base import AdapterFactory
 from adapters.mem0.provider import Mem0Provider
 
-__all__ = ["Mem0Provider"]
+factory: AdapterFactory = Mem0Provider.from_config
+
+__all__ = ["Mem0Provider", "factory"]

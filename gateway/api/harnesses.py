@@ -141,9 +141,9 @@ async def get_memories(call: Call) -> dict[str, Any]:
 
 def _outside_notice(call: Call, node: MemoryNode) -> str | None:
     handle = call.services.providers.get(node.provider)
-    adapter = handle.config.adapter if handle is not None else "unknown"
-    if adapter == "local":
+    if handle is not None and handle.capabilities().data_location == "gateway":
         return None
+    adapter = handle.config.adapter if handle is not None else "unknown"
     return (f"The default memory {node.name!r} is kept by provider {node.provider!r} ({adapter}), outside "
             "this server: while observe is on, every turn of this harness will be sent to it, and "
             "records the agent remembers without naming a memory go there too.")

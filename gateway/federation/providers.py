@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+import adapters
 from adapters.base import (
     Capabilities,
     Provider,
@@ -147,23 +148,6 @@ class ProviderHandle:
         return doc
 
 
-AdapterFactory = Callable[..., Awaitable[Provider]]
-
-
-def _adapter_factories() -> Mapping[str, AdapterFactory]:
-    # Imported here so that a deployment without a vendor's adapter module still starts.
-    from adapters.local import LocalProvider
-
-    factories: dict[str, AdapterFactory] = {"local": LocalProvider.from_config}
-    try:
-        from adapters.mem0 import Mem0Provider
-
-        factories["mem0"] = Mem0Provider.from_config
-    except ImportError:  # pragma: no cover - the mem0 adapter ships with memfed
-        pass
-    return factories
-
-
 class Providers:
     def __init__(self, handles: Mapping[str, ProviderHandle], default: str, client: httpx.AsyncClient) -> None:
         self.handles = dict(handles)
@@ -173,12 +157,12 @@ class Providers:
     @classmethod
     async def open(cls, config: Config, client: httpx.AsyncClient | None = None) -> Providers:
         client = client or httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
-        factories = _adapter_factories()
         handles: dict[str, ProviderHandle] = {}
         for name, pconf in config.providers.items():
-            factory = factories.get(pconf.adapter)
-            if factory is None:
-                raise ConfigError(f"providers.{name}.adapter: unknown adapter {pconf.adapter!r}")
+            try:
+                factory = adapters.factory(pconf.adapter)
+            except adapters.UnknownAdapter:
+                raise ConfigError(f"providers.{name}.adapter: unknown adapter {pconf.adapter!r}") from None
             options = dict(pconf.options)
             if pconf.base_url:
                 options["base_url"] = pconf.base_url

@@ -107,7 +107,8 @@ def test_capability_document_has_every_key_of_section_10_2(provider: Provider) -
         "describes": list(caps.describes),
     }
     assert all("/" in media for media in caps.media)
-    assert doc["x.memfed"] == {"as_of": caps.as_of, "searches_many_memories": caps.searches_many_memories}
+    assert doc["x.memfed"] == {"as_of": caps.as_of, "searches_many_memories": caps.searches_many_memories,
+                               "data_location": caps.data_location}
 
 
 # --------------------------------------------------------------------------- remember, get, list
