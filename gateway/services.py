@@ -104,10 +104,7 @@ class Services:
             raise ApiError(503, "memfed_identity_provider_unavailable",
                            "The identity provider's signing keys cannot be fetched right now.") from None
         subject = f"{identity.issuer}#{identity.subject}"
-        member = self.store.member_for_subject(subject)
-        if member is None:
-            member = await self.store.create_member(identity.subject, identity.member_type,
-                                                    external_subject=subject)
+        member = await self.store.member_signing_in(identity.subject, identity.member_type, subject)
         wanted = set()
         for name in identity.groups:
             group = self.store.group_by_name(name)
