@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import inspect
 import logging
 import os
-import secrets
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -34,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway import audit_open, audit_query, audit_store
 from gateway.audit_chain import canonical_json, coverage_digest
-from gateway.audit_journal import JournalKey, LocalAnchor
+from gateway.audit_journal import JournalKey, LocalAnchor, journal_id, take_lock
 from gateway.audit_lines import (
     REASON_CAP,
     Coverage,
@@ -47,7 +45,7 @@ from gateway.audit_lines import (
 from gateway.audit_query import AuditQuery
 from gateway.audit_seal import AuditLogRefused, Seal
 from gateway.audit_store import Head, HeadMoved, VerifyReport
-from gateway.private_files import private_dir, write_private
+from gateway.private_files import private_dir
 
 __all__ = ["REASON_CAP", "AuditLog", "AuditQuery", "Coverage", "DecisionEntry", "VerifyReport"]
 
@@ -171,9 +169,9 @@ class AuditLog:
             return
         await audit_store.create_audit_tables(self._engine)
         private_dir(self._dir)
-        self._lock_fd = _take_lock(self._dir / "lock")
+        self._lock_fd = take_lock(self._dir / "lock")
         try:
-            self._journal_id = _journal_id(self._dir / "journal-id")
+            self._journal_id = journal_id(self._dir / "journal-id")
             self._key = JournalKey.of(self._dir, self._journal_id, self._seal)
             opening = await audit_open.check(self._engine, self._seal, LocalAnchor.read(self._dir / "anchor"))
             self._sealed_from = opening.sealed_from
@@ -377,11 +375,10 @@ class AuditLog:
                                         seal=self._seal)
 
     async def anchor(self) -> tuple[VerifyReport, Head | None]:
-        """The stored log's head, for an operator to keep outside the database, once the log verifies."""
-        report = await audit_store.verify(self._engine, seal=self._seal)
+        """The stored head, for an operator to keep outside the database, and the check of the log up to it."""
         async with self._engine.connect() as conn:
             head = await audit_store.load_head(conn)
-        return report, head
+        return await audit_store.verify(self._engine, head, seal=self._seal), head
 
     async def export_lines(self, filters: AuditQuery | None = None) -> AsyncIterator[str]:
         """The log as NDJSON lines (canonical JSON, newline-terminated), in sequence order."""
@@ -405,19 +402,3 @@ class AuditLog:
 
 _Batch = tuple[list[tuple[Any, ...]], tuple[int, int], dict[str, str]]
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-
-
-def _take_lock(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        raise RuntimeError(f"the audit journal {path.parent} is in use by another process") from exc
-    return fd
-
-
-def _journal_id(path: Path) -> str:
-    if not path.exists():
-        write_private(path, (secrets.token_hex(16) + "\n").encode())
-    return path.read_text().strip()

@@ -21,9 +21,11 @@ anchor`) guards against both.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
+import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,24 @@ from gateway.private_files import write_private
 
 _TAG = 32  # hex digits of the MAC kept on a line
 _MARK = b"\x1d"  # between a line's text and its MAC; the MAC has a fixed width, so the text may hold one too
+
+
+def take_lock(path: Path) -> int:
+    """Hold the journal's lock file (one process per journal); the descriptor, to close when done."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise RuntimeError(f"the audit journal {path.parent} is in use by another process") from exc
+    return fd
+
+
+def journal_id(path: Path) -> str:
+    """The journal's id (its row in audit_journals), made on first use."""
+    if not path.exists():
+        write_private(path, (secrets.token_hex(16) + "\n").encode())
+    return path.read_text().strip()
 
 
 class JournalKey:

@@ -157,9 +157,8 @@ def audit_seal(args: argparse.Namespace) -> int:
     """Seal an unsealed log from its next entry on: the operator's decision that what it holds so far is
     what it was (nothing in the database can tell an unsealed log from one whose seals were stripped)."""
     from gateway import audit_store
-    from gateway.audit import _take_lock
     from gateway.audit_chain import Head
-    from gateway.audit_journal import LocalAnchor
+    from gateway.audit_journal import LocalAnchor, take_lock
     from gateway.audit_lines import marker
     from gateway.config import ConfigError
     from gateway.private_files import private_dir
@@ -170,7 +169,7 @@ def audit_seal(args: argparse.Namespace) -> int:
             raise ConfigError("memfed audit seal needs the seal key: set [audit] seal_key_env and the variable")
         directory = private_dir(_config(args).data_dir / "audit-journal")
         try:
-            lock = _take_lock(directory / "lock")  # a serving gateway would write unsealed entries meanwhile
+            lock = take_lock(directory / "lock")  # a serving gateway would write unsealed entries meanwhile
         except RuntimeError as exc:
             await engine.dispose()
             print(f"memfed: {exc}: stop the gateway first", file=sys.stderr)

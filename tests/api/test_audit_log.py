@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway import audit_chain, audit_lines, audit_store
-from gateway.audit import REASON_CAP, AuditLog, AuditQuery, DecisionEntry, _journal_id
-from gateway.audit_journal import JournalKey
+from gateway.audit import REASON_CAP, AuditLog, AuditQuery, DecisionEntry
+from gateway.audit_journal import JournalKey, journal_id
 from gateway.audit_query import ENTRY, InvalidCursor, stamp
 from gateway.audit_store import FIELDS, GENESIS, chain_hash, entries_table, head_table
 
@@ -350,7 +350,7 @@ async def test_a_torn_journal_line_is_noted_on_the_chain(open_log: OpenLog, engi
     """A half-written last line (a crash mid-write) becomes an `audit.journal_unreadable` entry, not a stall."""
     journal = tmp_path / "data" / "audit-journal"
     journal.mkdir(parents=True)
-    key = JournalKey.of(journal, _journal_id(journal / "journal-id"), None)  # lines as the gateway tags them
+    key = JournalKey.of(journal, journal_id(journal / "journal-id"), None)  # lines as the gateway tags them
     whole = key.tag(7, 0, [audit_lines.line(decision(1))])
     torn = key.tag(7, len(whole), [audit_lines.line(decision(2))])
     (journal / "000000000007.log").write_bytes(whole + torn[: len(torn) // 2])
