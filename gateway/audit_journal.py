@@ -2,10 +2,11 @@
 how far the stored log reached (see gateway.audit for the journal itself).
 
 A journal line becomes a sealed entry, so a line the gateway did not write must never be read as one.
-Every line ends with a MAC: HMAC-SHA256, cut to 128 bits, over the segment number, the byte offset where
-the line starts and the line's text, under the journal's key. Bound to its place, a genuine line copied
-elsewhere (a replay) fails as surely as a forged one, and a line appended by someone else does not
-disturb the gateway's own lines after it (each is tagged with the offset it really lands at).
+Every line ends with a MAC: keyed BLAKE2b (128 bits; one call, about half of HMAC-SHA256's cost on the
+request path, where lines are written) over the line's text, salted with the segment number and the byte
+offset where the line starts, under the journal's key. Bound to its place, a genuine line copied elsewhere
+(a replay) fails as surely as a forged one, and a line appended by someone else does not disturb the
+gateway's own lines after it (each is tagged with the offset it really lands at).
 
 Where the log is sealed, the key is derived from the seal key (and the journal's id), so it is never on
 disk. Without a seal key it is a random key kept in `journal-key` (0600) beside the journal: that stops
@@ -27,6 +28,7 @@ import hmac
 import json
 import os
 import secrets
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from gateway.audit_seal import AuditLogRefused, Seal
 from gateway.private_files import write_private
 
 _TAG = 32  # hex digits of the MAC kept on a line
+_PLACE = struct.Struct(">QQ")  # segment, offset: BLAKE2b's 16-byte salt
 _MARK = b"\x1d"  # between a line's text and its MAC; the MAC has a fixed width, so the text may hold one too
 
 
@@ -78,8 +81,8 @@ class JournalKey:
             raise AuditLogRefused(f"the journal key {path} is not one this gateway wrote") from exc
 
     def _mac(self, segment: int, offset: int, text: bytes) -> bytes:
-        digest = hmac.digest(self._key, b"%d:%d:" % (segment, offset) + text, "sha256")
-        return digest.hex()[:_TAG].encode()
+        place = _PLACE.pack(segment, offset)
+        return hashlib.blake2b(text, key=self._key, salt=place, digest_size=_TAG // 2).hexdigest().encode()
 
     def tag(self, segment: int, offset: int, lines: list[bytes]) -> bytes:
         """`lines` (each ending in a newline) as they go into segment `segment` from byte `offset` on."""
