@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -50,6 +51,7 @@ from gateway.errors import ApiError
 from gateway.federation.providers import Providers
 from gateway.services import Services
 from gateway.state.files import FileStore
+from gateway.state.private_files import private_dir, private_file
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
 from gateway.telemetry import configure as configure_tracing
@@ -80,7 +82,9 @@ def endpoints() -> list[Endpoint]:
 
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(config.data_dir)
+    if (url := config.database_url()).startswith("sqlite+aiosqlite:///") and ":memory:" not in url:
+        private_file(Path(url[len("sqlite+aiosqlite:///") :]))  # before SQLite makes it world-readable
     configure_tracing(config.telemetry_exporter)
     store = await StateStore.open(config.database_url(), search_path=config.state_schema)
     providers = await Providers.open(config, http_client)

@@ -60,7 +60,9 @@ class Services:
         who = principal.principal if principal else "anonymous"
         groups = tuple(f"group:{g}" for g in principal.groups) if principal else ()
         rid, at = call.request_id, datetime.now(UTC)  # one request's decisions share its moment
-        self._journal(call, [(DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at), ())
+        client = getattr(call, "client_request_id", None)
+        self._journal(call, [(DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at,
+                                            client), ())
                              for operation, memory_id, privilege, allowed, reason in decisions])
 
     def decide_plan(self, call: Any, operation: str, memory_id: str, privilege: str, sets: list[Coverage]) -> None:
@@ -71,7 +73,8 @@ class Services:
         count = sum(c.count for c in sets)
         entry = DecisionEntry(call.request_id, principal.principal, tuple(f"group:{g}" for g in principal.groups),
                               operation, memory_id, privilege, True,
-                              f"decided on {count} memories below and at this one: see the coverage set")
+                              f"decided on {count} memories below and at this one: see the coverage set",
+                              client_request_id=getattr(call, "client_request_id", None))
         self._journal(call, [(entry, sets)])
 
     def _journal(self, call: Any, decided: list[tuple[DecisionEntry, Sequence[Coverage]]]) -> None:
@@ -104,10 +107,7 @@ class Services:
             raise ApiError(503, "memfed_identity_provider_unavailable",
                            "The identity provider's signing keys cannot be fetched right now.") from None
         subject = f"{identity.issuer}#{identity.subject}"
-        member = self.store.member_for_subject(subject)
-        if member is None:
-            member = await self.store.create_member(identity.subject, identity.member_type,
-                                                    external_subject=subject)
+        member = await self.store.member_signing_in(identity.subject, identity.member_type, subject)
         wanted = set()
         for name in identity.groups:
             group = self.store.group_by_name(name)

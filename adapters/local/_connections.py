@@ -9,6 +9,7 @@ and folds the write-ahead log back into the file. `LocalProvider` inherits it, a
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -47,7 +48,7 @@ class LocalConnections:
         `memfed export`) before giving up.
         """
         if str(path) != ":memory:":
-            await asyncio.to_thread(Path(path).parent.mkdir, parents=True, exist_ok=True)
+            await asyncio.to_thread(_private_file, Path(path))
         db = await aiosqlite.connect(str(path), isolation_level=None)
         try:
             db.row_factory = aiosqlite.Row
@@ -124,3 +125,18 @@ class LocalConnections:
         async with self._locked() as db:
             rows = list(await db.execute_fetchall(CHECKPOINT))
         return not rows[0][0]
+
+
+def _private_file(path: Path) -> None:
+    """Create the records file (and missing directories) for the gateway's user alone, whatever the umask:
+    SQLite gives its -wal and -shm files the mode of the database file."""
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    os.fchmod(fd, 0o600)
+    os.close(fd)

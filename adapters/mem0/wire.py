@@ -335,4 +335,4 @@ class Wire:
             text = response.text
         except (UnicodeDecodeError, httpx.HTTPError):  # a body we cannot even decode says nothing useful
             return "unreadable body"
-        return self._scrub(" ".join(text.split())[:200])
+        return " ".join(self._scrub(text).split())[:200]  # redact first: a cut could halve the key

@@ -47,6 +47,8 @@ class Call:
     timings: dict[str, float] = field(default_factory=dict)
     # Work the answer does not wait for, started once the answer has been sent (e.g. refreshing counts).
     after_answer: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # The x-request-id the client sent, kept beside the gateway's own `request_id` (the audit id) and echoed.
+    client_request_id: str | None = None
 
     def audit(self, operation: str, memory_id: str | None, privilege: str | None, allowed: bool,
               reason: str) -> None:
@@ -76,17 +78,19 @@ class Endpoint:
 def route(endpoint: Endpoint, services: Any) -> Route:
     async def run(request: Request) -> Response:
         started = time.perf_counter()
-        request_id = _request_id(request)
+        request_id, client_request_id = new_id("request"), _client_request_id(request)
         call: Call | None = None
         try:
             annotate(request_id=request_id, operation=endpoint.operation)
+            if client_request_id is not None:
+                annotate(client_request_id=client_request_id)
             principal = await authenticate(request, services) if not endpoint.public else None
             if principal is not None:
                 annotate(member=principal.member_id)
             query = _parse_query(endpoint, request)
             body = await _parse_body(endpoint, request)
             call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
-                        request_id, decisions=[])
+                        request_id, decisions=[], client_request_id=client_request_id)
             try:
                 if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
                     response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
@@ -96,7 +100,8 @@ def route(endpoint: Endpoint, services: Any) -> Route:
                 services.journal_pending(call)
         except ApiError as error:
             response = error.response()
-        response.headers["x-request-id"] = request_id
+        response.headers["x-request-id"] = client_request_id or request_id
+        response.headers["memfed-request-id"] = request_id
         # How long the gateway itself took (W3C Server-Timing): a client can tell its network and queueing
         # apart from the gateway's work, and the overhead bench reads it.
         spans = [f"app;dur={(time.perf_counter() - started) * 1000:.2f}"]
@@ -135,11 +140,13 @@ async def _after(work: list[Callable[[], Awaitable[None]]]) -> None:
             log.exception("work after the answer failed")
 
 
-def _request_id(request: Request) -> str:
+def _client_request_id(request: Request) -> str | None:
+    """The client's x-request-id when it is a plain token: never the audit id, which the gateway mints, so a
+    client cannot make its requests look like someone else's in the log."""
     given = request.headers.get("x-request-id", "")
-    if 0 < len(given) <= 100 and given.replace("-", "").replace("_", "").isalnum():
+    if 0 < len(given) <= 100 and given.isascii() and given.replace("-", "").replace("_", "").isalnum():
         return given
-    return new_id("request")
+    return None
 
 
 def _parse_query(endpoint: Endpoint, request: Request) -> Any:

@@ -90,7 +90,7 @@ async def verify_log(call: Call) -> dict[str, Any]:
     await call.services.audit.flush()
     report = await call.services.audit.verify()
     return {"object": "audit.verification", "ok": report.ok, "checked": report.checked,
-            "broken_at": report.broken_at, "problem": report.problem}
+            "broken_at": report.broken_at, "problem": report.problem, "sealed_from": report.sealed_from}
 
 
 ENDPOINTS = [

@@ -73,7 +73,8 @@ async def remember(call: Call) -> dict[str, Any]:
         written_at=now(), title=body.title, attributes=body.attributes or {}, references=tuple(references),
         valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
     )
-    record = await on_provider(call.services, node, lambda p: p.remember(node.id, new), read=False)
+    record = await call.services.files.naming(
+        node.id, new.content, lambda: on_provider(call.services, node, lambda p: p.remember(node.id, new), read=False))
     call.services.written(node.id)
     return render(call, record, node)
 
@@ -131,7 +132,8 @@ async def revise(call: Call) -> dict[str, Any]:
         valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
         clear=frozenset(cleared),
     )
-    record = await on_provider(call.services, node, lambda p: p.revise(node.id, current.id, revision), read=False)
+    record = await call.services.files.naming(node.id, revision.content or (), lambda: on_provider(
+        call.services, node, lambda p: p.revise(node.id, current.id, revision), read=False))
     return render(call, record, node)
 
 
@@ -172,8 +174,7 @@ async def erase(call: Call) -> dict[str, Any]:
         file_ids.update(p.file.id for v in versions for p in v.content if p.file is not None)
     erasure = await on_provider(services, node, lambda p: p.erase(node.id, current_ids), read=False)
     services.written(node.id)
-    for file_id in sorted(file_ids):
-        await services.files.remove(file_id)
+    await services.files.release(node.id, erasure.erased, file_ids)  # bytes no record anywhere names any more
     asked = dict(zip(current_ids, body.record_ids, strict=True))  # answer in the ids the caller gave
     return {"object": "memory.erasure", "memory_id": node.id,
             "erased": [asked.get(rid, rid) for rid in erasure.erased],

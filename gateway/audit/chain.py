@@ -11,6 +11,9 @@ decisions travel as one entry holding a *coverage set*: the list of `[operation,
 decision, reason]` decisions, stored once under its SHA-256 (`coverage`, which the entry's hash covers).
 The same caller asking the same question of an unchanged tree makes the same set, so it is stored once
 however often it is asked, and each recall costs the log one entry, not one per memory.
+
+An entry may carry the `client_request_id` a client sent beside the gateway's own `request_id`; like
+`coverage`, it is hashed only when present, so entries from before it existed hash as they did.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ FIELDS = ("seq", "at", "request_id", "principal", "groups", "operation", "memory
           "reason", "prev_hash", "hash")  # fmt: skip
 ITEM = ("at", "request_id", "principal", "groups", "operation", "memory_id", "privilege", "decision", "reason")
 COVERED = ("operation", "memory_id", "privilege", "decision", "reason")  # one decision in a coverage set
+OPTIONAL = ("coverage", "client_request_id")  # hashed only when present
 
 
 def canonical_json(obj: object) -> str:
@@ -47,10 +51,11 @@ _BODY = ('{"at":%s,"decision":%s,"groups":[%s],"memory_id":%s,"operation":%s,"pr
 
 def _body(e: Mapping[str, Any]) -> str:
     """canonical_json of the entry without "hash": by hand (the flusher's hot spot), generic for odd values.
-    An entry without a coverage set is hashed without the key, as before coverage sets existed."""
+    An entry without a coverage set (or a client's request id) is hashed without the key, as before."""
     try:
         m, p, seq = e["memory_id"], e["privilege"], e["seq"]
-        if type(seq) is not int or type(e["groups"]) is not list or e.get("coverage") is not None:
+        if (type(seq) is not int or type(e["groups"]) is not list or e.get("coverage") is not None
+                or e.get("client_request_id") is not None):
             raise TypeError
         return _BODY % (_str(e["at"]), _str(e["decision"]), ",".join(map(_str, e["groups"])),
                         "null" if m is None else _str(m), _str(e["operation"]), _str(e["prev_hash"]),
@@ -58,8 +63,9 @@ def _body(e: Mapping[str, Any]) -> str:
                         _str(e["request_id"]), seq)  # fmt: skip
     except (TypeError, KeyError):  # encode_basestring refuses non-strings
         body = {k: e.get(k) for k in FIELDS if k != "hash"}
-        if e.get("coverage") is not None:
-            body["coverage"] = e["coverage"]
+        for optional in OPTIONAL:
+            if e.get(optional) is not None:
+                body[optional] = e[optional]
         return canonical_json(body)
 
 
@@ -81,26 +87,41 @@ class Head:
 
 def chain(head: Head, items: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
     """Number and hash `items` (ITEM-ordered tuples of normalized text, optionally followed by a coverage
-    digest) after `head`: audit_entries rows, in column order. _body's canonical form, inlined: this is
-    the flusher's hot loop."""
+    digest or None, then a client's request id) after `head`: audit_entries rows, in column order up to
+    `client_request_id`. _body's canonical form, inlined: this is the flusher's hot loop."""
     rows: list[tuple[Any, ...]] = []
     seq, prev = head.seq, head.hash
     for item in items:
         at, request_id, principal, groups, operation, memory_id, privilege, decision, reason = item[:9]
         coverage = item[9] if len(item) > 9 else None
+        client = item[10] if len(item) > 10 else None
         seq += 1
         names = ",".join(map(_str, groups))
-        if coverage is None:
+        if coverage is None and client is None:
             body = _BODY % (_str(at), _str(decision), names, "null" if memory_id is None else _str(memory_id),
                             _str(operation), _str(prev), _str(principal),
                             "null" if privilege is None else _str(privilege), _str(reason), _str(request_id), seq)
         else:
-            body = _body(dict(zip(ITEM, item[:9], strict=True), seq=seq, prev_hash=prev, coverage=coverage))
+            body = _body(dict(zip(ITEM, item[:9], strict=True), seq=seq, prev_hash=prev, coverage=coverage,
+                              client_request_id=client))
         digest = hashlib.sha256((prev + body).encode("utf-8", "surrogatepass")).hexdigest()
         rows.append((seq, at, request_id, principal, f"[{names}]", operation, memory_id, privilege, decision, reason,
-                     prev, digest, coverage))  # fmt: skip
+                     prev, digest, coverage, client))  # fmt: skip
         prev = digest
     return rows
+
+
+@dataclass(frozen=True)
+class Genesis:
+    """The sealed record that sealing began: every entry from `seq` on carries a seal, and entry `seq` is
+    the one whose hash is `hash` (gateway.audit.seal)."""
+
+    seq: int
+    hash: str
+    seal: str | None
+
+
+UNKNOWN: Any = object()  # no record of the genesis to go by (an export): the first sealed entry stands for it
 
 
 @dataclass(frozen=True)
@@ -111,6 +132,7 @@ class VerifyReport:
     checked: int
     broken_at: int | None = None
     problem: str | None = None
+    sealed_from: int | None = None  # checked with the key: the entry from which every entry is sealed
 
 
 def _span(first: int, last: int) -> str:
@@ -132,12 +154,22 @@ class ChainChecker:
     An entry naming a coverage set must arrive with the set beside it as `covers` (the decoded list);
     the set is checked against the digest the entry's hash covers."""
 
-    def __init__(self, anchor: Head | None = None, remember: int = 4096, seal: Seal | None = None) -> None:
+    def __init__(self, anchor: Head | None = None, remember: int = 4096, seal: Seal | None = None,
+                 genesis: Genesis | None = UNKNOWN, anchor_name: str = "this gateway") -> None:  # fmt: skip
         self.prev, self.expect, self.checked = GENESIS, 1, 0
         self._seal, self._sealed_from = seal, 0  # with a seal: the first entry found sealed
+        self._genesis = genesis
         self.broken_at: int | None = None
         self.problem: str | None = None
         self._anchor = anchor if anchor is not None and anchor.seq > 0 else None
+        self._anchor_name = anchor_name
+        if seal is not None and genesis is None:
+            self._fail(None, "there is no record that sealing began: it was deleted with the log's seals, or this "
+                             "log was never sealed (`memfed audit seal` starts sealing one that was not)")
+        elif seal is not None and isinstance(genesis, Genesis) and not seal.holds(
+                seal.genesis(genesis.seq, genesis.hash), genesis.seal):
+            self._fail(genesis.seq, f"the record that sealing began at entry {genesis.seq} does not carry this "
+                                    "log's seal: its seals were stripped or forged, or the key is not this log's")
         self._seen: dict[str, int] = {GENESIS: 0}  # recent hashes -> seq: tells an insertion apart
         self._order: deque[str] = deque()
         self._remember = remember
@@ -148,6 +180,8 @@ class ChainChecker:
         return False
 
     def feed(self, entry: Mapping[str, Any]) -> bool:
+        if self.problem is not None:
+            return False
         seq, prev, expect = entry.get("seq"), entry.get("prev_hash"), self.expect
         if not isinstance(seq, int) or seq < expect:
             return self._fail(expect, f"entry {seq!r} is repeated or out of order where entry {expect} belongs")
@@ -170,7 +204,8 @@ class ChainChecker:
         if self._seal is not None and (problem := self._seal_problem(seq, entry)):
             return self._fail(seq, problem)
         if self._anchor is not None and seq == self._anchor.seq and entry.get("hash") != self._anchor.hash:
-            return self._fail(seq, f"entry {seq} is not the one this gateway wrote: the chain was rewritten")
+            return self._fail(seq, f"entry {seq} is not the one {self._anchor_name} recorded: the chain was "
+                                   "rewritten")
         self.prev, self.expect, self.checked = str(entry["hash"]), expect + 1, self.checked + 1
         self._seen[self.prev] = seq
         self._order.append(self.prev)
@@ -179,8 +214,20 @@ class ChainChecker:
         return True
 
     def _seal_problem(self, seq: int, entry: Mapping[str, Any]) -> str | None:
-        assert self._seal is not None
-        found = entry.get("seal")
+        if self._seal is None:
+            return None
+        found, genesis = entry.get("seal"), self._genesis
+        if isinstance(genesis, Genesis):
+            if seq < genesis.seq:
+                return None  # written before the log was sealed
+            if seq == genesis.seq and entry.get("hash") != genesis.hash:
+                return f"entry {seq} is not the entry sealing began at: the chain was rewritten from here"
+            if found is None:
+                return f"entry {seq} has lost its seal (entries are sealed from {genesis.seq} on)"
+            if not self._seal.holds(self._seal.entry(str(entry["hash"])), found):
+                return f"entry {seq} does not carry this log's seal: the chain was rewritten from here"
+            self._sealed_from = genesis.seq
+            return None
         if found is None:
             if self._sealed_from:
                 return f"entry {seq} has lost its seal (entries are sealed from {self._sealed_from} on)"
@@ -190,11 +237,24 @@ class ChainChecker:
         self._sealed_from = self._sealed_from or seq
         return None
 
-    def finish(self, head: Head | None) -> VerifyReport:
-        """Close the check against the recorded head (None: no head record) and the anchor."""
+    def finish(self, head: Head | None, *, headless: bool = False) -> VerifyReport:
+        """Close the check against the recorded head (None: no head record; `headless`: an export, which
+        has none to check) and the anchor."""
         last = self.expect - 1
         if self.problem is None and self._anchor is not None and self._anchor.seq > last:
-            self._fail(last + 1, f"{_span(last + 1, self._anchor.seq)} written by this gateway missing")
+            self._fail(last + 1, f"{_span(last + 1, self._anchor.seq)} missing, which {self._anchor_name} recorded "
+                                 "(the log was cut, emptied or put back to an earlier state)")
+        genesis = self._genesis
+        if self.problem is None and self._seal is not None and isinstance(genesis, Genesis):
+            if last < genesis.seq:
+                self._fail(last + 1, f"{_span(last + 1, genesis.seq)} missing: the log ends before the entry "
+                                     "sealing began at (it was emptied or cut)")
+            elif head is None:
+                self._fail(None, "the sealed record of the chain's head is missing: entries cut from the end "
+                                 "would not show")
+        elif self.problem is None and self._seal is not None and not self._sealed_from:
+            self._fail(None, "no entry carries this log's seal: its seals were stripped, or it was never sealed "
+                             "with this key")
         if self.problem is None and head is not None:
             if head.seq > last:
                 self._fail(last + 1, f"{_span(last + 1, head.seq)} missing from the end (deleted)")
@@ -206,16 +266,18 @@ class ChainChecker:
                     self._seal.head(head.seq, head.hash), head.seal):
                 self._fail(last, "the recorded head does not carry this log's seal: the end of the chain was "
                                  "rewritten or cut")
-        elif self.problem is None and last > 0:
+        elif self.problem is None and last > 0 and not headless:
             self._fail(None, "the record of the chain's head is missing: entries cut from the end would not show")
-        return VerifyReport(self.problem is None, self.checked, self.broken_at, self.problem)
+        sealed = self._sealed_from if self._seal is not None and self.problem is None else None
+        return VerifyReport(self.problem is None, self.checked, self.broken_at, self.problem, sealed or None)
 
 
-def verify_lines(lines: Iterable[str], seal: Seal | None = None) -> VerifyReport:
-    """Check an NDJSON export of a whole log without the database (its end cannot be checked: no head)."""
-    checker = ChainChecker(seal=seal)
+def verify_lines(lines: Iterable[str], seal: Seal | None = None, anchor: Head | None = None) -> VerifyReport:
+    """Check an NDJSON export of a whole log without the database (its end can be checked only against an
+    anchor: an export carries no head). With the key, an export in which no entry is sealed is a break."""
+    checker = ChainChecker(anchor, seal=seal, anchor_name="the anchor")
     for line in filter(str.strip, lines):
         entry = json.loads(line)  # ValueError for a line that is not JSON
         if not isinstance(entry, dict) or not checker.feed(entry):
             return VerifyReport(False, checker.checked, checker.broken_at, checker.problem or "not an entry")
-    return VerifyReport(True, checker.checked)
+    return checker.finish(None, headless=True)

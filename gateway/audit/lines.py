@@ -3,7 +3,9 @@ journal (see gateway.audit).
 
 A decision is one line of fields joined by US (0x1f); what would not split back exactly goes as a JSON
 array. An entry holding a recall's coverage set carries the set's digest as a tenth field, and the set
-itself travels once per process on a line of its own: `C<digest>` US `<canonical JSON>`.
+itself travels once per process on a line of its own: `C<digest>` US `<canonical JSON>`. A client's own
+request id, when it sent one, is an eleventh field (the tenth then empty when there is no set). Lines
+are authenticated when written to the journal (gateway.audit.journal); these are the lines inside that.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class DecisionEntry:
     allowed: bool
     reason: str
     at: datetime = field(default_factory=_now)
+    client_request_id: str | None = None  # the x-request-id a client sent, kept beside the gateway's own
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +89,14 @@ def line(e: DecisionEntry, coverage: str | None = None) -> bytes:
 
     What would not split back exactly (a separator or newline in a value, a group "") goes as JSON instead.
     An empty memory_id or privilege is stored as None, whichever the format."""
-    g = e.groups
+    g, client = e.groups, e.client_request_id
     line = "\x1f".join((str(round(e.at.timestamp() * 1_000_000)), e.request_id, e.principal, "\x1e".join(g),
                         e.operation, e.memory_id or "", e.privilege or "", "1" if e.allowed else "0", e.reason))
-    if line.count("\x1f") != 8 or line.count("\x1e") != max(len(g) - 1, 0) or "\n" in line or "" in g:
+    if (line.count("\x1f") != 8 or line.count("\x1e") != max(len(g) - 1, 0) or "\n" in line or "" in g
+            or (client is not None and (not client or "\x1f" in client or "\n" in client))):
         return _line_json(e, coverage=coverage)
+    if client is not None:
+        return (line + "\x1f" + (coverage or "") + "\x1f" + client + "\n").encode()
     return (line + ("\x1f" + coverage if coverage else "") + "\n").encode()
 
 
@@ -120,10 +126,15 @@ def _line_json(e: Any, cap: bool = False, coverage: str | None = None) -> bytes:
         row: list[Any] = [round(e.at.timestamp() * 1_000_000), text(e.request_id), text(e.principal),
                           [text(g) for g in list(e.groups or ())[:GROUPS_CAP]], text(e.operation), text(e.memory_id),
                           text(e.privilege), 1 if e.allowed is True else 0, text(e.reason, REASON_CAP)]  # fmt: skip
+        client = getattr(e, "client_request_id", None)
+        client = text(client) if client is not None else None
     except Exception as exc:
         row = [time.time_ns() // 1000, "", "", [], "audit.unencodable", None, None, 0, f"unencodable decision: {exc!r}"]
-    if coverage:
-        row.append(coverage)
+        client = None
+    if coverage or client is not None:
+        row.append(coverage or None)
+    if client is not None:
+        row.append(client)
     return (json.dumps(row) + "\n").encode()
 
 
@@ -154,7 +165,7 @@ def item(raw: bytes) -> tuple[Any, ...]:
     if raw[:1] != b"[":
         us, request_id, principal, names, operation, memory_id, privilege, allowed, reason, *more = (
             raw.decode().split("\x1f"))
-        coverage = _digest(more)
+        coverage = _optional(more)
         groups = names.split("\x1e") if names else []
         if (b"\x00" not in raw and len(reason) <= REASON_CAP and len(groups) <= GROUPS_CAP
                 and max(len(request_id), len(principal), len(operation), len(memory_id), len(privilege),
@@ -165,7 +176,7 @@ def item(raw: bytes) -> tuple[Any, ...]:
                              privilege or None, allowed == "1", reason]  # fmt: skip
     else:
         fields = json.loads(raw)
-        coverage = _digest(fields[9:])
+        coverage = _optional(fields[9:])
     us, request_id, principal, groups, operation, memory_id, privilege, allowed, reason = fields[:9]
     kept = [_cut(g, ID_CAP) for g in list(groups)[:GROUPS_CAP]]
     if len(groups) > GROUPS_CAP:
@@ -175,13 +186,23 @@ def item(raw: bytes) -> tuple[Any, ...]:
             "allow" if allowed else "deny", _cut(reason, REASON_CAP), *coverage)
 
 
-def _digest(more: list[Any]) -> tuple[str, ...]:
-    """The optional tenth field: () or (the coverage set's digest,). Raises on anything else."""
+def _optional(more: list[Any]) -> tuple[Any, ...]:
+    """The optional fields: (), (the coverage set's digest,) or (the digest or None, the client's request
+    id). Raises on anything else."""
     if not more:
         return ()
-    if len(more) != 1 or not isinstance(more[0], str) or len(more[0]) != 64:
-        raise ValueError("a journal line has fields past its coverage set")
-    return (more[0],)
+    if len(more) > 2:
+        raise ValueError("a journal line has fields past the client's request id")
+    digest = more[0] or None  # empty only when a client's request id follows
+    if digest is None and len(more) == 1:
+        raise ValueError("a journal line's tenth field is empty")
+    if digest is not None and (not isinstance(digest, str) or len(digest) != 64):
+        raise ValueError("a journal line's tenth field is not a coverage set's digest")
+    if len(more) == 1:
+        return (digest,)
+    if not isinstance(more[1], str) or not more[1]:
+        raise ValueError("a journal line's client request id is not text")
+    return (digest, _cut(more[1], ID_CAP))
 
 
 def marker(operation: str, reason: str) -> tuple[Any, ...]:

@@ -7,20 +7,21 @@ reads the journal from the committed position, chains the entries (gateway.audit
 with the new position in one transaction: a crash in between loses nothing (start() replays from the
 committed position) and duplicates nothing (the position commits with the rows).
 
-Under <data_dir>/audit-journal/: segments `000000000001.log`, ...; `lock` (one process per journal);
-`journal-id` (its row in audit_journals). start() opens a fresh segment; one past `segment_bytes` is
-rotated; a segment is deleted once wholly committed.
+Under <data_dir>/audit-journal/ (0700, its files 0600): segments `000000000001.log`, ...; `lock` (one
+process per journal); `journal-id` (its row in audit_journals); `journal-key` (without a seal key) and
+`anchor` (gateway.audit.journal). Every line carries a MAC; one that does not hold is not stored but
+noted on the chain as `audit.journal_rejected`. start() checks the stored log is the one this gateway
+left (gateway.audit.opening), opens a fresh segment; one past `segment_bytes` is rotated; a segment is
+deleted once wholly committed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import inspect
 import logging
 import os
-import secrets
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -29,9 +30,11 @@ from typing import Any
 from cachetools import LRUCache
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from gateway.audit import opening as audit_open
 from gateway.audit import query as audit_query
 from gateway.audit import store as audit_store
 from gateway.audit.chain import canonical_json, coverage_digest
+from gateway.audit.journal import JournalKey, LocalAnchor, journal_id, take_lock
 from gateway.audit.lines import (
     REASON_CAP,
     Coverage,
@@ -42,8 +45,9 @@ from gateway.audit.lines import (
     marker,
 )  # fmt: skip
 from gateway.audit.query import AuditQuery
-from gateway.audit.seal import Seal
+from gateway.audit.seal import AuditLogRefused, Seal
 from gateway.audit.store import Head, HeadMoved, VerifyReport
+from gateway.state.private_files import private_dir
 
 __all__ = ["REASON_CAP", "AuditLog", "AuditQuery", "Coverage", "DecisionEntry", "VerifyReport"]
 
@@ -70,14 +74,21 @@ class AuditLog:
         self._journaled: set[str] = set()  # coverage sets journaled by this process
         self._bodies: LRUCache[str, Any] = LRUCache(maxsize=128)  # decoded coverage sets (≤1000 decisions each)
         self._markers: list[tuple[Any, ...]] = []  # the log's own notes, waiting for the next commit
-        self._counts = {"stored": 0, "dropped": 0}
+        self._counts = {"stored": 0, "dropped": 0, "rejected": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._flush_lock = asyncio.Lock()
         self._journal_id = ""
+        self._key: JournalKey | None = None
+        self._end = 0  # where the current segment ends after this process's last write
+        self._sealed_from: int | None = None  # where the stored log is sealed from
         self._head: Head | None = None
         self._pos: tuple[int, int] | None = None  # the committed journal position; None: not started
+
+    @property
+    def seal(self) -> Seal | None:
+        return self._seal
 
     @property
     def enabled(self) -> bool:
@@ -123,23 +134,31 @@ class AuditLog:
             self._dropped()
 
     def _write(self, lines: list[bytes], entries: int) -> None:
-        line = b"".join(lines)
         with self._lock:
-            if (fd := self._fd) is None:
+            if (fd := self._fd) is None or self._key is None:
                 if self._closed or len(self._early) >= _EARLY_CAP:
                     raise RuntimeError("the log is closed" if self._closed else "too many decisions before start")
                 self._early.extend(lines)
                 return
-            written = os.write(fd, line)
-            while written < len(line):  # a short write to a regular file: disk full or a signal
-                line = line[written:]
-                written = os.write(fd, line)
+            self._append(fd, self._key, lines)
             before = self._waiting
             self._waiting += entries
             kick = before < self._batch_size <= self._waiting
         if kick and self._loop is not None:  # a full batch waits: wake the flusher (from any thread)
             with contextlib.suppress(RuntimeError):  # the loop has closed: the journal has the line
                 self._loop.call_soon_threadsafe(self._wake.set)
+
+    def _append(self, fd: int, key: JournalKey, lines: list[bytes]) -> None:
+        """Write `lines`, each tagged with the offset it lands at (under self._lock)."""
+        end = os.lseek(fd, 0, os.SEEK_END)
+        # Bytes someone else appended may end without a newline: start on a line of our own.
+        prefix = b"" if end == self._end else b"\n"
+        line = prefix + key.tag(self._current, end + len(prefix), lines)
+        self._end = end + len(line)
+        written = os.write(fd, line)
+        while written < len(line):  # a short write to a regular file: disk full or a signal
+            line = line[written:]
+            written = os.write(fd, line)
 
     def _dropped(self) -> None:
         self._counts["dropped"] += 1
@@ -151,10 +170,13 @@ class AuditLog:
         if self._pos is not None:
             return
         await audit_store.create_audit_tables(self._engine)
-        self._dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = _take_lock(self._dir / "lock")
+        private_dir(self._dir)
+        self._lock_fd = take_lock(self._dir / "lock")
         try:
-            self._journal_id = _journal_id(self._dir / "journal-id")
+            self._journal_id = journal_id(self._dir / "journal-id")
+            self._key = JournalKey.of(self._dir, self._journal_id, self._seal)
+            opening = await audit_open.check(self._engine, self._seal, LocalAnchor.read(self._dir / "anchor"))
+            self._sealed_from = opening.sealed_from
             self._head, pos = await audit_store.load_state(self._engine, self._journal_id)
             segments = self._segments()
             pos = pos or ((segments[0], 0) if segments else (0, 0))
@@ -166,16 +188,31 @@ class AuditLog:
             with self._lock:
                 self._current = max([*segments, pos[0]]) + 1
                 if self._enabled:
-                    self._fd = os.open(self._segment(self._current), _APPEND, 0o600)
-                    for line in self._early:
-                        os.write(self._fd, line)
+                    self._fd, self._end = os.open(self._segment(self._current), _APPEND, 0o600), 0
+                    if self._early:
+                        self._append(self._fd, self._key, self._early)
                     self._early.clear()
+            if opening.begin_seal is not None:
+                await self._begin_seal(opening, pos)
             await self.flush()
         except BaseException:
             self._release()
             raise
         if self._enabled:
             self._task = asyncio.create_task(self._run(), name="memfed-audit-flusher")
+
+    async def _begin_seal(self, opening: audit_open.Opening, pos: tuple[int, int]) -> None:
+        """Record, sealed, that sealing begins (before anything else is stored under the seal)."""
+        note = marker("audit.seal_began", opening.begin_seal or "")
+        self._head = await audit_store.append_batch(self._engine, self._head or Head(), [note], self._journal_id, *pos,
+                                                    seal=self._seal, genesis=opening.sealed_since or True)
+        self._sealed_from = opening.sealed_since[0] if opening.sealed_since else self._head.seq
+        self._note_anchor()
+        log.warning("audit: %s (entry %d)", opening.begin_seal, self._head.seq)
+
+    def _note_anchor(self) -> None:
+        if self._head is not None and self._head.seq > 0:
+            LocalAnchor(self._head.seq, self._head.hash, self._sealed_from).write(self._dir / "anchor")
 
     async def close(self) -> None:
         """Stop the flusher, commit everything journaled, close the journal. Later decisions are dropped."""
@@ -219,7 +256,7 @@ class AuditLog:
                 with self._lock:  # rotate
                     if self._fd is not None:
                         old, self._fd = self._fd, os.open(self._segment(self._current + 1), _APPEND, 0o600)
-                        self._current += 1
+                        self._current, self._end = self._current + 1, 0
                         os.close(old)
 
     async def _run(self) -> None:
@@ -262,7 +299,12 @@ class AuditLog:
             if lines % 250 == 0:
                 await asyncio.sleep(0)  # parsing a second's worth of lines: let requests through meanwhile
             nl = data.index(b"\n", at)
-            raw, start, at = data[at:nl], offset + at, nl + 1
+            tagged, start, at = data[at:nl], offset + at, nl + 1
+            if not tagged:
+                continue  # an empty line says nothing (this process starts one after bytes someone else wrote)
+            if self._key is None or (raw := self._key.text(segment, start, tagged)) is None:
+                items.append(self._rejected(segment, start, len(tagged)))
+                continue
             try:
                 if raw[:1] == b"C":
                     digest, body = raw[1:].decode("utf-8", "surrogatepass").split("\x1f", 1)
@@ -276,6 +318,13 @@ class AuditLog:
                 items.append(marker("audit.journal_unreadable", note))
         return items, (segment, offset + at), sets
 
+    def _rejected(self, segment: int, start: int, size: int) -> tuple[Any, ...]:
+        self._counts["rejected"] += 1
+        note = (f"a line of {size} bytes at offset {start} of journal segment {segment} was not written by this "
+                "gateway (its MAC does not hold): not stored")
+        log.warning("audit: %s", note)
+        return marker("audit.journal_rejected", note)
+
     async def _commit(self, items: list[tuple[Any, ...]], pos: tuple[int, int], sets: dict[str, str]) -> None:
         pending, self._markers = self._markers, []
         try:
@@ -287,7 +336,13 @@ class AuditLog:
                                                                sets=sets, seal=self._seal)
                     break
                 except HeadMoved:  # another writer shares the database: chain after its entries
-                    self._head, _pos = await audit_store.load_state(self._engine, self._journal_id)
+                    moved, _pos = await audit_store.load_state(self._engine, self._journal_id)
+                    if self._seal is not None and (moved.seq < head.seq or not self._seal.holds(
+                            self._seal.head(moved.seq, moved.hash), moved.seal)):
+                        raise AuditLogRefused(f"the decision log's head moved from entry {head.seq} to {moved.seq} "
+                                              "without this log's seal: it was rewritten or cut; nothing is sealed "
+                                              "on top of it") from None
+                    self._head = moved
                     log.warning("audit: chain head moved from %d to %d by another writer", head.seq, self._head.seq)
                     if self._head.seq < head.seq:
                         note = f"the chain's head went back from entry {head.seq} ({head.hash}) to {self._head.seq}"
@@ -299,6 +354,8 @@ class AuditLog:
             raise
         self._pos = pos
         self._counts["stored"] += len(batch)
+        if batch:
+            self._note_anchor()
 
     def _segment(self, n: int) -> Path:
         return self._dir / f"{n:012d}.log"
@@ -311,10 +368,19 @@ class AuditLog:
         """A page of entries (dicts in the documented entry shape) and the next page's cursor."""
         return await audit_query.query(self._engine, filters, cursor, limit, self._bodies)
 
-    async def verify(self) -> VerifyReport:
-        """Check the stored chain; a started log also checks it still holds what this process wrote."""
+    async def verify(self, anchor: Head | None = None) -> VerifyReport:
+        """Check the stored chain; against `anchor` (seq and hash an operator kept) if given, else a started
+        log checks it still holds what this process wrote."""
+        if anchor is not None:
+            return await audit_store.verify(self._engine, anchor, seal=self._seal, anchor_name="the anchor")
         return await audit_store.verify(self._engine, self._head if self._pos is not None else None,
                                         seal=self._seal)
+
+    async def anchor(self) -> tuple[VerifyReport, Head | None]:
+        """The stored head, for an operator to keep outside the database, and the check of the log up to it."""
+        async with self._engine.connect() as conn:
+            head = await audit_store.load_head(conn)
+        return await audit_store.verify(self._engine, head, seal=self._seal), head
 
     async def export_lines(self, filters: AuditQuery | None = None) -> AsyncIterator[str]:
         """The log as NDJSON lines (canonical JSON, newline-terminated), in sequence order."""
@@ -331,26 +397,10 @@ class AuditLog:
         return count
 
     def stats(self) -> dict[str, int]:
-        """stored; dropped (log closed, too many before start, or the journal write failed); head_seq."""
+        """stored; dropped (log closed, too many before start, or the journal write failed); rejected (journal
+        lines this gateway did not write); head_seq."""
         return {**self._counts, "head_seq": self._head.seq if self._head is not None else 0}
 
 
 _Batch = tuple[list[tuple[Any, ...]], tuple[int, int], dict[str, str]]
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-
-
-def _take_lock(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        raise RuntimeError(f"the audit journal {path.parent} is in use by another process") from exc
-    return fd
-
-
-def _journal_id(path: Path) -> str:
-    if not path.exists():
-        path.with_suffix(".tmp").write_text(secrets.token_hex(16) + "\n")
-        os.replace(path.with_suffix(".tmp"), path)
-    return path.read_text().strip()

@@ -23,7 +23,7 @@ from gateway.audit.chain import COVERED, FIELDS
 from gateway.audit.store import coverage_items_table, decode_covers, entries_table, link, load_coverage
 
 DECISIONS = ("allow", "deny")
-ENTRY = (*FIELDS, "part", "coverage")  # a decision as a reader gets it
+ENTRY = (*FIELDS, "client_request_id", "part", "coverage")  # a decision as a reader gets it
 MAX_PAGE = 1000
 
 
@@ -107,6 +107,7 @@ def _conditions(f: AuditQuery) -> list[sa.ColumnElement[bool]]:
 def decisions(entry: dict[str, Any], covers: Any) -> list[dict[str, Any]]:
     """An entry as the decisions it records: itself (part 0), or one per decision of its coverage set."""
     own = {k: entry[k] for k in FIELDS}
+    own["client_request_id"] = entry.get("client_request_id")
     if "coverage" not in entry:
         return [{**own, "part": 0, "coverage": None}]
     if not isinstance(covers, list):  # missing or tampered: verify says so; the reader sees the entry itself

@@ -5,8 +5,16 @@ A hash chain alone shows an edit only to someone who did not recompute it: whoev
 database can change an entry and rehash everything after it, head included, and the chain verifies
 again. With `[audit] seal_key_env` naming an environment variable that holds a secret, every entry and
 the head also carry HMAC-SHA256(key, ...); without the key a rewritten entry cannot be sealed, so
-verification finds the first entry whose seal does not match: where the rewrite starts. Entries written
-before the key was configured carry no seal; once one is sealed, every later one must be.
+verification finds the first entry whose seal does not match: where the rewrite starts.
+
+Seals alone can be stripped: an entry without one looks like an entry written before the key was set,
+and an empty log like a new one. So the log also records, sealed, that sealing began (`genesis`: the
+entry from which every entry carries a seal, and that entry's hash) and how far it reaches (the head's
+seal covers the count of entries, which is the last seq, and the last hash). With the key, a log without
+a sealed genesis, with an entry past the genesis that lost its seal, or without a sealed head that meets
+the end of the chain does not verify. What no record inside the database can show is a whole database
+put back to an earlier state of its own: that is what an anchor kept outside it is for (`memfed audit
+anchor`, `memfed audit verify --anchor`).
 """
 
 from __future__ import annotations
@@ -20,6 +28,11 @@ from gateway.config import ConfigError
 
 class SealKeyMissing(ConfigError):
     """The configuration names a seal key variable that is not set: refusing beats writing unsealed."""
+
+
+class AuditLogRefused(RuntimeError):
+    """The stored log is not the one this gateway left (rewritten, stripped of its seals, cut, emptied or
+    sealed with another key): the gateway will not chain, let alone seal, new entries on top of it."""
 
 
 class Seal:
@@ -47,6 +60,14 @@ class Seal:
     def head(self, seq: int, head_hash: str) -> str:
         # Another domain than an entry's: the seal of an old entry cannot be passed off as a head's.
         return hmac.new(self._key, f"head:{seq}:{head_hash}".encode(), hashlib.sha256).hexdigest()
+
+    def genesis(self, seq: int, entry_hash: str) -> str:
+        return hmac.new(self._key, f"genesis:{seq}:{entry_hash}".encode(), hashlib.sha256).hexdigest()
+
+    def journal_key(self) -> bytes:
+        """The key journal lines are authenticated with (gateway.audit.journal): derived, so the seal key
+        itself signs nothing but the log."""
+        return hmac.new(self._key, b"memfed audit journal", hashlib.sha256).digest()
 
     def holds(self, expected: str, found: object) -> bool:
         return isinstance(found, str) and hmac.compare_digest(expected, found)

@@ -4,6 +4,7 @@
 under its digest, and `audit_coverage_items` one row per decision in it, so a question about one memory
 finds the recalls that decided on it. `audit_head` holds the last entry's seq and hash, updated in the
 same transaction as every batch: it shows entries cut off the end, which the chain alone cannot.
+`audit_genesis` holds, sealed, the entry from which the log is sealed (gateway.audit.seal).
 `audit_journals` holds how far each journal has been committed (see gateway.audit). SQLAlchemy Core
 throughout: SQLite and PostgreSQL alike.
 """
@@ -23,7 +24,9 @@ from gateway.audit.chain import (
     FIELDS,
     GENESIS,
     ITEM,
+    UNKNOWN,
     ChainChecker,
+    Genesis,
     Head,
     VerifyReport,
     canonical_json,
@@ -33,7 +36,7 @@ from gateway.audit.chain import (
 )  # fmt: skip
 from gateway.audit.seal import Seal
 
-__all__ = ["FIELDS", "GENESIS", "ITEM", "Head", "HeadMoved", "VerifyReport", "canonical_json", "chain",
+__all__ = ["FIELDS", "GENESIS", "ITEM", "Genesis", "Head", "HeadMoved", "VerifyReport", "canonical_json", "chain",
            "chain_hash", "verify_lines"]  # fmt: skip
 
 metadata = sa.MetaData()
@@ -55,6 +58,7 @@ entries_table = sa.Table(
     sa.Column("prev_hash", sa.String(64), nullable=False),
     sa.Column("hash", sa.String(64), nullable=False),
     sa.Column("coverage", sa.String(64), nullable=True),  # the digest of the decisions a recall's plan made
+    sa.Column("client_request_id", sa.Text, nullable=True),  # the x-request-id a client sent, if any
     sa.Column("seal", sa.String(64), nullable=True),  # HMAC of `hash` where the log is sealed (audit_seal)
     sa.Index("ix_audit_entries_principal_seq", "principal", "seq"),
     sa.Index("ix_audit_entries_memory_seq", "memory_id", "seq"),
@@ -78,6 +82,11 @@ head_table = sa.Table(  # one row, id 1
     sa.Column("seq", sa.BigInteger, nullable=False), sa.Column("hash", sa.String(64), nullable=False),
     sa.Column("seal", sa.String(64), nullable=True),
 )  # fmt: skip
+genesis_table = sa.Table(  # one row, id 1, once the log is sealed: entry `seq` (hash `hash`) on are sealed
+    "audit_genesis", metadata, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.BigInteger, nullable=False), sa.Column("hash", sa.String(64), nullable=False),
+    sa.Column("seal", sa.String(64), nullable=True),
+)  # fmt: skip
 journals_table = sa.Table(
     "audit_journals", metadata, sa.Column("journal_id", sa.String(64), primary_key=True),
     sa.Column("segment", sa.BigInteger, nullable=False), sa.Column("byte_offset", sa.BigInteger, nullable=False),
@@ -95,18 +104,19 @@ async def create_audit_tables(engine: AsyncEngine) -> None:
         await conn.run_sync(_add_columns)
 
 
-_ADDED = ((entries_table, "coverage", "ix_audit_entries_coverage_seq"), (entries_table, "seal", None),
-          (head_table, "seal", None))  # fmt: skip
+_ADDED = ((entries_table, "coverage", "ix_audit_entries_coverage_seq", "VARCHAR(64)"),
+          (entries_table, "seal", None, "VARCHAR(64)"), (head_table, "seal", None, "VARCHAR(64)"),
+          (entries_table, "client_request_id", None, "TEXT"))  # fmt: skip
 
 
 def _add_columns(conn: sa.Connection) -> None:
     quote = conn.dialect.identifier_preparer
-    for table, column, index in _ADDED:
+    for table, column, index, kind in _ADDED:
         schema = conn.schema_for_object(table)
         if column in {c["name"] for c in sa.inspect(conn).get_columns(table.name, schema=schema)}:
             continue
         name = (f"{quote.quote_schema(schema)}." if schema else "") + quote.quote(table.name)
-        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {quote.quote(column)} VARCHAR(64)")
+        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {quote.quote(column)} {kind}")
         if index is not None:
             next(i for i in table.indexes if i.name == index).create(conn)
 
@@ -150,6 +160,8 @@ def link(row: Any) -> dict[str, Any]:
     out = {k: (groups if k == "groups" else m[k]) for k in FIELDS}
     if m["coverage"] is not None:
         out["coverage"] = m["coverage"]
+    if m["client_request_id"] is not None:
+        out["client_request_id"] = m["client_request_id"]
     if m["seal"] is not None:
         out["seal"] = m["seal"]  # not hashed: checked with the key (gateway.audit.seal)
     return out
@@ -190,6 +202,35 @@ async def load_state(engine: AsyncEngine, journal_id: str) -> tuple[Head, tuple[
     return head, (int(pos.segment), int(pos.byte_offset)) if pos is not None else None
 
 
+async def load_genesis(conn: AsyncConnection) -> Genesis | None:
+    """The record that sealing began (None: the log was never sealed, or the record was removed)."""
+    g = genesis_table.c
+    found = (await conn.execute(sa.select(g.seq, g.hash, g.seal).where(g.id == 1))).first()
+    return Genesis(int(found.seq), str(found.hash), found.seal) if found is not None else None
+
+
+async def load_head(conn: AsyncConnection) -> Head | None:
+    """The audit_head row (None: there is none)."""
+    h = head_table.c
+    found = (await conn.execute(sa.select(h.seq, h.hash, h.seal).where(h.id == 1))).first()
+    return Head(int(found.seq), str(found.hash), True, found.seal) if found is not None else None
+
+
+async def hash_at(conn: AsyncConnection, seq: int) -> str | None:
+    """The stored hash of entry `seq` (None: no such entry)."""
+    e = entries_table.c
+    return (await conn.execute(sa.select(e.hash).where(e.seq == seq))).scalar()
+
+
+async def seal_traces(conn: AsyncConnection) -> tuple[int | None, int]:
+    """(the first entry carrying a seal, or None; how many entries there are): what a log without a
+    genesis record still shows of having been sealed."""
+    e = entries_table.c
+    first = (await conn.execute(sa.select(sa.func.min(e.seq)).where(e.seal.is_not(None)))).scalar()
+    count = (await conn.execute(sa.select(sa.func.count()).select_from(entries_table))).scalar()
+    return (int(first) if first is not None else None), int(count or 0)
+
+
 async def _chain_in_slices(head: Head, items: list[tuple[Any, ...]], size: int = 250) -> list[tuple[Any, ...]]:
     """chain(), a slice at a time with the event loop let through in between: a second's worth of
     decisions is milliseconds of hashing, which requests should not wait behind."""
@@ -201,11 +242,14 @@ async def _chain_in_slices(head: Head, items: list[tuple[Any, ...]], size: int =
     return rows
 
 
-async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, ...]], journal_id: str,
+async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, ...]], journal_id: str | None,
                        segment: int, offset: int, sets: Mapping[str, str] | None = None,
-                       seal: Seal | None = None) -> Head:  # fmt: skip
+                       seal: Seal | None = None, genesis: tuple[int, str] | bool = False) -> Head:  # fmt: skip
     """Chain `items` after `head`, insert them with the coverage sets they name (`sets`: digest -> body)
-    and record the journal position, in one transaction."""
+    and record the journal position (unless `journal_id` is None), in one transaction.
+
+    `genesis` (with `seal`) records that sealing begins: at the first of `items` (True), or at an earlier
+    entry given as (seq, hash), for a log sealed before the record existed."""
     rows = [(*r, seal.entry(r[11]) if seal else None) for r in await _chain_in_slices(head, items)]
     new = Head(rows[-1][0], rows[-1][11], True, seal.head(rows[-1][0], rows[-1][11]) if seal else None) \
         if rows else head
@@ -220,6 +264,10 @@ async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, .
                     raise HeadMoved
             elif rows:
                 await conn.execute(sa.insert(head_table).values(id=1, seq=new.seq, hash=new.hash, seal=new.seal))
+            if genesis and seal is not None and rows:
+                since = genesis if isinstance(genesis, tuple) else (rows[0][0], rows[0][11])
+                await conn.execute(sa.insert(genesis_table).values(id=1, seq=since[0], hash=since[1],
+                                                                   seal=seal.genesis(*since)))
             if sets:
                 await _store_coverage(conn, sets)
             if rows and (sql := _insert_sql(conn)) is not None:
@@ -227,24 +275,28 @@ async def append_batch(engine: AsyncEngine, head: Head, items: list[tuple[Any, .
             elif rows:
                 names = [c.name for c in entries_table.c]
                 await conn.execute(sa.insert(entries_table), [dict(zip(names, r, strict=True)) for r in rows])
-            at = {"segment": segment, "byte_offset": offset}
-            done = await conn.execute(sa.update(journals_table).where(j.journal_id == journal_id).values(at))
-            if done.rowcount != 1:
-                await conn.execute(sa.insert(journals_table).values(journal_id=journal_id, **at))
+            if journal_id is not None:
+                at = {"segment": segment, "byte_offset": offset}
+                done = await conn.execute(sa.update(journals_table).where(j.journal_id == journal_id).values(at))
+                if done.rowcount != 1:
+                    await conn.execute(sa.insert(journals_table).values(journal_id=journal_id, **at))
     except IntegrityError as exc:  # a concurrent writer took the same seq or created the head first
         raise HeadMoved from exc
     return new
 
 
 async def verify(engine: AsyncEngine, anchor: Head | None = None, page: int = 2000,
-                 seal: Seal | None = None) -> VerifyReport:  # fmt: skip
+                 seal: Seal | None = None, anchor_name: str = "this gateway") -> VerifyReport:  # fmt: skip
     """Check the whole chain in seq order, each coverage set an entry names, then the chain's end against
-    audit_head (and `anchor`, if given)."""
-    checker = ChainChecker(anchor, seal=seal)
+    audit_head (and `anchor`, if given); with the seal, against the record that sealing began too."""
     e, h = entries_table.c, head_table.c
     after, retried = 0, False
     indexed: set[str] = set()  # coverage sets whose items were checked against their body
     async with engine.connect() as conn:
+        genesis = await load_genesis(conn) if seal is not None else UNKNOWN
+        checker = ChainChecker(anchor, seal=seal, genesis=genesis, anchor_name=anchor_name)
+        if checker.problem is not None:
+            return VerifyReport(False, 0, checker.broken_at, checker.problem)
         while True:
             stmt = sa.select(entries_table).where(e.seq > after).order_by(e.seq).limit(page)
             entries = [link(row) for row in (await conn.execute(stmt)).all()]

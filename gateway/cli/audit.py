@@ -1,6 +1,8 @@
-"""`memfed explain` and `memfed audit verify|export`: the security team's questions, from the command line.
+"""`memfed explain` and `memfed audit verify|anchor|export|seal`: the security team's questions, from the
+command line.
 
-They read the state store and the decision log directly; no running gateway is needed.
+They read the state store and the decision log directly; no running gateway is needed (`seal`, which
+writes, wants none running).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -86,19 +89,107 @@ def _open_log(args: argparse.Namespace) -> Any:
     return AuditLog(engine, config.data_dir, seal=Seal.from_env(config.audit_seal_env)), engine
 
 
+def _report(report: Any, anchor: Any = None) -> int:
+    if report.ok:
+        sealed = f", sealed from entry {report.sealed_from}" if report.sealed_from else ""
+        against = f", entry {anchor.seq} as the anchor names it" if anchor is not None and anchor.seq else ""
+        print(f"audit log intact: {report.checked} entries, hash chain unbroken{sealed}{against}")
+        return 0
+    where = f" at entry {report.broken_at}" if report.broken_at is not None else ""
+    print(f"audit log BROKEN{where}: {report.problem} ({report.checked} entries checked)")
+    return 1
+
+
+def _anchor(text: str) -> Any:
+    """`SEQ:HASH` as `memfed audit anchor` prints it."""
+    from gateway.audit.chain import Head
+    from gateway.config import ConfigError
+
+    seq, _, digest = text.strip().partition(":")
+    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ConfigError(f"--anchor takes SEQ:HASH as `memfed audit anchor` prints it, not {text!r}")
+    return Head(int(seq), digest)
+
+
 def audit_verify(args: argparse.Namespace) -> int:
+    anchor = _anchor(args.anchor) if args.anchor else None
+
     async def run() -> int:
         log, engine = _open_log(args)
         try:
-            report = await log.verify()
+            report = await log.verify(anchor)
         finally:
             await engine.dispose()
-        if report.ok:
-            print(f"audit log intact: {report.checked} entries, hash chain unbroken")
-            return 0
-        print(f"audit log BROKEN at entry {report.broken_at}: {report.problem} "
-              f"({report.checked} entries checked)")
-        return 1
+        return _report(report, anchor)
+
+    return asyncio.run(run())
+
+
+def audit_anchor(args: argparse.Namespace) -> int:
+    from gateway.audit.chain import GENESIS
+
+    async def run() -> int:
+        log, engine = _open_log(args)
+        try:
+            report, head = await log.anchor()
+        finally:
+            await engine.dispose()
+        if not report.ok:
+            print("memfed: no anchor for a log that does not verify:", file=sys.stderr)
+            _report(report)
+            return 1
+        print(f"{head.seq}:{head.hash}" if head is not None else f"0:{GENESIS}")
+        print("memfed: keep this line outside the database (and its backups); `memfed audit verify --anchor "
+              "LINE` then shows a log cut, emptied or put back to an earlier copy", file=sys.stderr)
+        return 0
+
+    return asyncio.run(run())
+
+
+def audit_seal(args: argparse.Namespace) -> int:
+    """Seal an unsealed log from its next entry on: the operator's decision that what it holds so far is
+    what it was (nothing in the database can tell an unsealed log from one whose seals were stripped)."""
+    from gateway.audit import store as audit_store
+    from gateway.audit.chain import Head
+    from gateway.audit.journal import LocalAnchor, take_lock
+    from gateway.audit.lines import marker
+    from gateway.config import ConfigError
+    from gateway.state.private_files import private_dir
+
+    async def run() -> int:
+        log, engine = _open_log(args)
+        if log.seal is None:
+            raise ConfigError("memfed audit seal needs the seal key: set [audit] seal_key_env and the variable")
+        directory = private_dir(load_config(args).data_dir / "audit-journal")
+        try:
+            lock = take_lock(directory / "lock")  # a serving gateway would write unsealed entries meanwhile
+        except RuntimeError as exc:
+            await engine.dispose()
+            print(f"memfed: {exc}: stop the gateway first", file=sys.stderr)
+            return 1
+        try:
+            await audit_store.create_audit_tables(engine)
+            async with engine.connect() as conn:
+                genesis, head = await audit_store.load_genesis(conn), await audit_store.load_head(conn)
+            if genesis is not None:
+                print(f"memfed: the log is sealed already, from entry {genesis.seq}", file=sys.stderr)
+                return 0
+            report = await audit_store.verify(engine)
+            if not report.ok:
+                print("memfed: not sealing a log that does not verify (the seal would vouch for it):",
+                      file=sys.stderr)
+                return _report(report)
+            note = marker("audit.seal_began", f"sealed by an operator from this entry on; the {report.checked} "
+                                              "entries before it were written unsealed")
+            sealed = await audit_store.append_batch(engine, head or Head(), [note], None, 0, 0, seal=log.seal,
+                                                    genesis=True)
+            LocalAnchor(sealed.seq, sealed.hash, sealed.seq).write(directory / "anchor")
+        finally:
+            os.close(lock)
+            await engine.dispose()
+        print(f"memfed: the log is sealed from entry {sealed.seq} on; entries 1..{sealed.seq - 1} are not sealed",
+              file=sys.stderr)
+        return 0
 
     return asyncio.run(run())
 
@@ -122,11 +213,21 @@ def audit_export(args: argparse.Namespace) -> int:
 
 def add_audit_commands(commands: argparse._SubParsersAction) -> None:
 
-    audit = commands.add_parser("audit", help="the decision log: verify its hash chain, export it")
+    audit = commands.add_parser("audit", help="the decision log: verify its hash chain, anchor it, export it")
     actions = audit.add_subparsers(dest="audit_command", required=True)
-    verify = actions.add_parser("verify", help="check the hash chain; exit 1 and say where it breaks")
+    verify = actions.add_parser("verify", help="check the hash chain (and seals); exit 1 and say where it breaks")
     common(verify)
+    verify.add_argument("--anchor", help="SEQ:HASH from an earlier `memfed audit anchor`: the log must still hold "
+                                         "that entry, unchanged")
     verify.set_defaults(func=audit_verify)
+    anchor = actions.add_parser("anchor", help="print the verified log's head as SEQ:HASH, to keep outside the "
+                                               "database")
+    common(anchor)
+    anchor.set_defaults(func=audit_anchor)
+    seal = actions.add_parser("seal", help="seal a log kept unsealed so far, from its next entry on (gateway "
+                                           "stopped, seal key set)")
+    common(seal)
+    seal.set_defaults(func=audit_seal)
     export = actions.add_parser(
         "export", help="every entry as NDJSON on stdout, oldest first, each coverage set beside its entry; "
                        "filters keep the entries that are or hold a matching decision (a recall's entry whole)")

@@ -47,9 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from gateway.audit.seal import AuditLogRefused
+
     try:
         result: int = args.func(args)
-    except ConfigError as exc:
+    except (ConfigError, AuditLogRefused) as exc:
         print(f"memfed: {exc}", file=sys.stderr)
         return 2
     return result

@@ -27,6 +27,7 @@ from adapters.base import (
     ProviderUnavailable,
 )
 from gateway.config import Config, ConfigError, ProviderConfig
+from gateway.state.private_files import private_dir
 from gateway.telemetry import tracer
 
 log = logging.getLogger("memfed.providers")
@@ -167,8 +168,7 @@ class Providers:
             if pconf.base_url:
                 options["base_url"] = pconf.base_url
             options.setdefault("timeout", pconf.timeout)
-            data_dir = Path(config.data_dir) / "providers" / name
-            data_dir.mkdir(parents=True, exist_ok=True)
+            data_dir = private_dir(Path(config.data_dir) / "providers" / name)
             provider = await factory(options, client=client, data_dir=data_dir, api_key=pconf.api_key())
             handles[name] = ProviderHandle(pconf, provider)
         return cls(handles, config.default_provider, client)

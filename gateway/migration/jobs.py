@@ -115,6 +115,10 @@ async def _check_files(services: Any, exported: list[Exported]) -> None:
                 known.add(part.file.id)
 
 
+def _file_ids(items: Iterable[Item]) -> set[str]:
+    return {p.file.id for item in items for v in item.versions for p in v.content if p.file is not None}
+
+
 async def import_records(services: Any, memory_id: str, lines: Iterable[str | bytes]) -> ImportReport:
     """Validate every line, then write each record with all its versions into the memory.
 
@@ -141,15 +145,25 @@ async def import_records(services: Any, memory_id: str, lines: Iterable[str | by
         check_target(handle, items)
         state = MigrationLog(services.store)
 
+        # The files the lines name are held while their records are written, and counted as the copies'
+        # (an erasure of the originals must leave their bytes). One pin per memory: a rerun lifts it.
+        pin = await services.files.pin(node.id, _file_ids(items), token=f"import-{node.id}")
+
         async def after_version(item: Item, version: Record) -> None:
             if item.new_id is not None and aliases.get(item.key[1]) != item.new_id:
                 # Written as soon as the record exists, so a rerun after a failure finds it.
                 await state.add_aliases(node.id, [(item.key[1], item.new_id)])
                 aliases[item.key[1]] = item.new_id
                 report.aliases += 1
+            if item.new_id is not None:
+                await services.files.attach(node.id, item.new_id, _file_ids([item]))
 
         try:
             outcome = await Replay(handle, items, after_version=after_version).run()
+            for item in items:  # records a previous run wrote whole are skipped by the replay
+                if item.new_id is not None:
+                    await services.files.attach(node.id, item.new_id, _file_ids([item]))
+            await services.files.unpin(node.id, pin)
         except (ProviderError, RecordNotFound) as exc:
             reason = exc.reason if isinstance(exc, ProviderError) else "record_vanished"
             raise CopyError("memory_unavailable", f"The memory's provider failed during the import ({reason}); "

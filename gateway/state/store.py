@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, event, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.ids import new_id
@@ -143,6 +144,24 @@ class StateStore:
             self._subjects[external_subject] = member.id
         return member
 
+    async def member_signing_in(self, name: str, type_: str, subject: str) -> Member:
+        """The member of an external subject, created on its first sign-in. Requests racing with the same
+        new token (in this process or another) all get the one member the database kept: the unique
+        subject decides, and a loser reads the winner's row."""
+        if (found := self.member_for_subject(subject)) is not None:
+            return found
+        try:
+            return await self.create_member(name, type_, external_subject=subject)
+        except IntegrityError:
+            async with self.engine.connect() as conn:
+                row = (await conn.execute(select(t.members).where(t.members.c.external_subject == subject))).first()
+            if row is None:  # not the subject's uniqueness that failed
+                raise
+            member = Member(row.id, row.name, row.type, row.is_admin, row.created_at)
+            self._remember_member(member)
+            self._subjects[subject] = member.id
+            return member
+
     async def create_key(self, member_id: str, secret: str | None = None) -> tuple[str, str]:
         """A new key for the member: (key id, the secret). Only the hash of the secret is stored."""
         secret = secret or KEY_PREFIX + secrets.token_urlsafe(32)
@@ -195,8 +214,15 @@ class StateStore:
     async def add_to_group(self, group_id: str, member_id: str) -> None:
         if member_id in self._group_members.get(group_id, set()):
             return
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(t.group_members).values(group_id=group_id, member_id=member_id))
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(insert(t.group_members).values(group_id=group_id, member_id=member_id))
+        except IntegrityError:  # a concurrent request added it first (or the group went meanwhile)
+            async with self.engine.connect() as conn:
+                kept = (await conn.execute(select(t.group_members.c.member_id).where(
+                    t.group_members.c.group_id == group_id, t.group_members.c.member_id == member_id))).first()
+            if kept is None:
+                raise
         self._group_members.setdefault(group_id, set()).add(member_id)
         self._member_groups.setdefault(member_id, set()).add(group_id)
 

@@ -28,6 +28,7 @@ from gateway.audit import REASON_CAP, AuditLog, AuditQuery, DecisionEntry
 from gateway.audit import chain as audit_chain
 from gateway.audit import lines as audit_lines
 from gateway.audit import store as audit_store
+from gateway.audit.journal import JournalKey, journal_id
 from gateway.audit.query import ENTRY, InvalidCursor, stamp
 from gateway.audit.store import FIELDS, GENESIS, chain_hash, entries_table, head_table
 
@@ -112,7 +113,7 @@ def test_decision_entry_has_no_room_for_record_content() -> None:
     """DecisionEntry holds the decision's fields only; nothing else can be attached to it."""
     names = [f.name for f in dataclasses.fields(DecisionEntry)]
     assert names == ["request_id", "principal", "groups", "operation", "memory_id", "privilege",
-                     "allowed", "reason", "at"]  # fmt: skip
+                     "allowed", "reason", "at", "client_request_id"]  # fmt: skip
     entry = decision(1)
     with pytest.raises((AttributeError, TypeError)):
         entry.content = "the record's text"  # type: ignore[attr-defined]
@@ -351,7 +352,9 @@ async def test_a_torn_journal_line_is_noted_on_the_chain(open_log: OpenLog, engi
     """A half-written last line (a crash mid-write) becomes an `audit.journal_unreadable` entry, not a stall."""
     journal = tmp_path / "data" / "audit-journal"
     journal.mkdir(parents=True)
-    whole, torn = audit_lines.line(decision(1)), audit_lines.line(decision(2))
+    key = JournalKey.of(journal, journal_id(journal / "journal-id"), None)  # lines as the gateway tags them
+    whole = key.tag(7, 0, [audit_lines.line(decision(1))])
+    torn = key.tag(7, len(whole), [audit_lines.line(decision(2))])
     (journal / "000000000007.log").write_bytes(whole + torn[: len(torn) // 2])
     log = await open_log()
     rows = await everything(log)
