@@ -12,6 +12,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.config import Config, ConfigError, load
+from gateway.state.tree import StateCorrupt
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -28,9 +29,13 @@ def serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.audit_seal import Seal
+    from gateway.state.store import StateStore
 
     config = _config(args)
     Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message
+    # So does a state store whose memories hold a cycle (checked here, before uvicorn, for a one-line
+    # message rather than a lifespan traceback).
+    asyncio.run(StateStore.check_tree(config.database_url(), search_path=config.state_schema))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.
@@ -67,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)
-    except ConfigError as exc:
+    except (ConfigError, StateCorrupt) as exc:
         print(f"memfed: {exc}", file=sys.stderr)
         return 2
     return result

@@ -67,9 +67,8 @@ class StateStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.tree = Tree()
-        # Tree changes, one at a time (gateway/state/tree_writes.py): routes hold the lock from their
-        # checks to their write; a delete claims its subtree (held by the lock) while the providers drop
-        # its records, and releases it when it ends, done or not.
+        # Tree changes one at a time (gateway/state/tree_writes.py): a route holds the lock from its checks
+        # to its write; a delete claims its subtree while the providers drop its records.
         self.tree_lock = TreeLock()
         self.claims = Claims()
         self._members: dict[str, Member] = {}
@@ -82,9 +81,11 @@ class StateStore:
     @classmethod
     async def open(cls, url: str, *, search_path: str | None = None) -> StateStore:
         """The store on `url`, loaded; StateCorrupt when its memories are not a tree."""
-        engine = await _engine(url, search_path)
-        store = cls(engine)
+        engine = _engine(url, search_path)
         try:
+            async with engine.begin() as conn:
+                await conn.run_sync(t.metadata.create_all)
+            store = cls(engine)
             await store._load()
         except BaseException:
             await engine.dispose()
@@ -93,11 +94,10 @@ class StateStore:
 
     @classmethod
     async def check_tree(cls, url: str, *, search_path: str | None = None) -> None:
-        """StateCorrupt when the memories' parent links are not a tree; reads only those links."""
-        engine = await _engine(url, search_path)
+        """StateCorrupt when the memories' parent links are not a tree; reads only those, creates nothing."""
+        engine = _engine(url, search_path)
         try:
-            async with engine.connect() as conn:
-                await tree_writes.check_links(conn)
+            await tree_writes.check_links(engine)
         finally:
             await engine.dispose()
 
@@ -243,9 +243,8 @@ class StateStore:
         self, *, name: str, description: str, parent_id: str | None, restricted: bool, provider: str,
         created_by: str, memory_id: str | None = None,
     ) -> MemoryNode:
-        """Insert the memory and its creator's implicit grant of all four privileges.
-
-        TreeRefused when the parent is no row (any more), is being deleted, or sits at the deepest level."""
+        """Insert the memory and its creator's implicit grant of all four privileges (TreeRefused when the
+        parent is no row, is being deleted, or sits at the deepest level)."""
         stamp = now_ms()
         node = MemoryNode(memory_id or new_id("memory"), name, description, parent_id, restricted, provider,
                           created_by, stamp, stamp)
@@ -267,8 +266,8 @@ class StateStore:
         return node
 
     async def update_memory(self, memory_id: str, **changes: Any) -> MemoryNode:
-        """Change the memory's row; a new `parent_id` is checked against the rows first (TreeRefused when
-        it is no row, lies below the memory, or would put a memory deeper than allowed)."""
+        """Change the memory's row; a new `parent_id` is checked against the rows (TreeRefused when it is
+        no row, lies below the memory, or would put a memory deeper than allowed)."""
         changes["updated_at"] = now_ms()
         moving = "parent_id" in changes
 
@@ -287,9 +286,8 @@ class StateStore:
             return await to_the_end(write())
 
     async def delete_subtree(self, memory_id: str, claim: frozenset[str] | None = None) -> list[str]:
-        """Remove the memory, its descendants, their grants and snapshots. With `claim` (what the caller
-        dropped at the providers), TreeRefused when the rows hold a descendant the claim does not: one
-        another gateway added meanwhile, whose records were never dropped."""
+        """Remove the memory, its descendants, their grants and snapshots; TreeRefused when the rows hold a
+        descendant that `claim` (what was dropped at the providers) lacks, added by another gateway."""
 
         async def write() -> list[str]:
             async with self.engine.begin() as conn:
@@ -362,15 +360,13 @@ class StateStore:
         return int(result.rowcount or 0)
 
 
-async def _engine(url: str, search_path: str | None) -> AsyncEngine:
+def _engine(url: str, search_path: str | None) -> AsyncEngine:
     kwargs: dict[str, Any] = {}
     if url.startswith("postgresql") and search_path:
         kwargs["connect_args"] = {"server_settings": {"search_path": search_path}}
     engine = create_async_engine(url, **kwargs)
     if url.startswith("sqlite"):
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-    async with engine.begin() as conn:
-        await conn.run_sync(t.metadata.create_all)
     return engine
 
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Integer, literal, select, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Integer, inspect, literal, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.state import schema as t
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
@@ -172,9 +173,15 @@ async def row_exists(conn: AsyncConnection, memory_id: str) -> bool:
     return found.first() is not None
 
 
-async def check_links(conn: AsyncConnection) -> None:
-    """StateCorrupt when the rows' parent links are not a tree (reads nothing else)."""
-    tree = Tree()
-    for row in await conn.execute(select(t.memories.c.id, t.memories.c.parent_id)):
-        tree.put(MemoryNode(row.id, "", "", row.parent_id, False, "", "", 0, 0))
+async def check_links(engine: AsyncEngine) -> None:
+    """StateCorrupt when the rows' parent links are not a tree. Reads nothing else and makes nothing: a
+    store not created yet holds no cycle."""
+    if engine.dialect.name == "sqlite" and not await asyncio.to_thread(Path(engine.url.database or "").exists):
+        return
+    async with engine.connect() as conn:
+        if not await conn.run_sync(lambda sync: inspect(sync).has_table(t.memories.name)):
+            return
+        tree = Tree()
+        for row in await conn.execute(select(t.memories.c.id, t.memories.c.parent_id)):
+            tree.put(MemoryNode(row.id, "", "", row.parent_id, False, "", "", 0, 0))
     refuse_broken(tree)

@@ -7,54 +7,19 @@ of them at a known point (a provider drop that waits on an event) while the othe
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from gateway.state import schema as t
+from tests._tree_checks import cycle_in, hang_breaker
 from tests.api.conftest import Gateway
-
-
-@contextlib.contextmanager
-def hang_breaker(seconds: int = 30) -> Iterator[None]:
-    """A walk that never ends keeps the event loop busy, so no asyncio timeout could fire: a SIGALRM
-    interrupts it, so that a hang fails the test instead of stopping the whole run. Not a time limit on
-    the work: it is far above anything these tests take."""
-
-    def interrupt(_signum: int, _frame: Any) -> None:
-        raise TimeoutError("the event loop was stuck (an endless walk of the tree?)")
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 async def parents_in_database(gateway: Gateway) -> dict[str, str | None]:
     async with gateway.services.store.engine.connect() as conn:
         return {row.id: row.parent_id for row in await conn.execute(select(t.memories.c.id, t.memories.c.parent_id))}
-
-
-def cycle_in(parents: dict[str, str | None]) -> list[str] | None:
-    """A cycle among the parent links, found with a walk that stops after as many steps as there are nodes."""
-    for start in parents:
-        seen: list[str] = []
-        node: str | None = start
-        while node is not None and node in parents:
-            if node in seen:
-                return seen[seen.index(node):]
-            seen.append(node)
-            if len(seen) > len(parents):
-                break
-            node = parents[node]
-    return None
 
 
 async def test_a_concurrent_swap_of_parents_never_makes_a_cycle(gateway: Gateway) -> None:
