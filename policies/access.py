@@ -18,6 +18,17 @@ from typing import Protocol
 PRIVILEGES: tuple[str, ...] = ("read", "write", "create", "delete")
 NOTHING: frozenset[str] = frozenset()
 PRINCIPAL_KINDS = ("member", "group")
+# The deepest a memory may sit below its root. A create or a move past it is refused, so every walk up
+# the tree ends within MAX_DEPTH steps, and one that does not has met a cycle in the parent links.
+MAX_DEPTH = 256
+
+
+class BrokenTree(Exception):
+    """Walking from a memory did not end within MAX_DEPTH steps: the parent links hold a cycle."""
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"walking the tree from {memory_id} does not end: its parent links hold a cycle")
+        self.memory_id = memory_id
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ def effective(tree: TreeView, principals: frozenset[str], memory_id: str) -> fro
     """The caller's effective privileges on one memory (empty when it may not see it)."""
     held: set[str] = set()
     node: str | None = memory_id
+    steps = 0
     while node is not None:
         for grant in tree.grants_on(node):
             if grant.principal in principals:
@@ -75,6 +87,9 @@ def effective(tree: TreeView, principals: frozenset[str], memory_id: str) -> fro
         if tree.is_restricted(node):
             break
         node = tree.parent_of(node)
+        steps += 1
+        if steps > MAX_DEPTH and node is not None:
+            raise BrokenTree(memory_id)
     return frozenset(held)
 
 
@@ -154,6 +169,8 @@ def explain(tree: TreeView, principals: frozenset[str], memory_id: str) -> Decis
     cutoff_at: str | None = None
     node: str | None = memory_id
     while node is not None:
+        if len(path) > MAX_DEPTH:
+            raise BrokenTree(memory_id)
         path.append(node)
         for grant in tree.grants_on(node):
             if grant.principal in principals:
@@ -204,6 +221,8 @@ def walk_down(
                 append((child, held))
         frontier = next_frontier
         level += 1
+        if level > MAX_DEPTH and frontier:
+            raise BrokenTree(root_id)
 
 
 def explain_subtree(
@@ -232,6 +251,8 @@ def explain_subtree(
                 next_frontier.append(child)
         frontier = next_frontier
         level += 1
+        if level > MAX_DEPTH and frontier:
+            raise BrokenTree(root_id)
     return decisions
 
 
@@ -243,11 +264,19 @@ def _own(tree: TreeView, principals: frozenset[str], memory_id: str) -> frozense
     return held
 
 
+def visible_parent(tree: TreeView, principals: frozenset[str], memory_id: str) -> str | None:
+    """The memory's `parent_id` as a caller may see it: None for a root and for a parent it cannot see."""
+    parent = tree.parent_of(memory_id)
+    return parent if parent is not None and effective(tree, principals, parent) else None
+
+
 def visible_ancestors(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[str]:
     """`ancestors` as a caller may see them: root-most first, stopping below the first hidden one."""
     seen: list[str] = []
     node = tree.parent_of(memory_id)
     while node is not None and effective(tree, principals, node):
+        if len(seen) >= MAX_DEPTH:
+            raise BrokenTree(memory_id)
         seen.append(node)
         node = tree.parent_of(node)
     seen.reverse()

@@ -2,7 +2,8 @@
 
 For an admin, or a caller holding `delete` on the memory (who may change its grants anyway). The
 derivation names each contributing grant, the node it sits on and whether it comes through a group,
-and where a restricted memory cuts inheritance off. Nodes the asking caller cannot see are not named.
+and where a restricted memory cuts inheritance off. A caller who is not an admin is told it as far up as
+it can see, and of the rest only that it is inherited from above its reach.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from gateway.api.guard import require
 from gateway.api.models import Strict
 from gateway.errors import invalid
 from gateway.state.store import StateStore
-from policies import access
+from policies import access, reach
 
 
 class AccessQuery(Strict):
@@ -37,47 +38,39 @@ def principals_of(store: StateStore, principal: str) -> frozenset[str] | None:
 
 def explain_document(store: StateStore, memory_id: str, principal: str, principals: frozenset[str],
                      viewer: frozenset[str] | None) -> dict[str, Any]:
-    """The derivation as JSON; with `viewer` set, memories that viewer cannot see are left unnamed."""
+    """The derivation as JSON; with `viewer` set, cut at that viewer's reach (policies/reach.py): the path
+    stops below the first memory it cannot see, and grants above are only "inherited from above"."""
     tree = store.tree
     decision = access.explain(tree, principals, memory_id)
-
-    def shown(node: str | None) -> str | None:
-        if node is None or viewer is None or access.effective(tree, viewer, node):
-            return node
-        return None
-
-    grants = []
-    for contribution in decision.contributions:
-        grant = contribution.grant
-        grants.append({
-            "grant_id": grant.id if shown(grant.memory_id) else None,
-            "memory_id": shown(grant.memory_id),
-            "principal": grant.principal,
-            "via_group": grant.principal.startswith("group:"),
-            "implicit": grant.implicit,
-            "privileges": [p for p in access.PRIVILEGES if p in grant.privileges],
-        })
-    return {
+    head = {
         "object": "memory.access",
         "memory_id": memory_id,
         "principal": principal,
         "groups": sorted(p for p in principals if p.startswith("group:") and p != principal),
         "privileges": [p for p in access.PRIVILEGES if p in decision.privileges],
-        "grants": grants,
-        "cutoff_at": shown(decision.cutoff_at) if decision.cutoff_at else None,
-        "inheritance_cut": decision.cutoff_at is not None,
-        "path": [shown(n) for n in decision.path],
-        "reasons": {p: decision.reason(p) if viewer is None else _plain_reason(decision, p)
-                    for p in access.PRIVILEGES},
     }
+    if viewer is None:
+        return {**head, "grants": [_grant_entry(c) for c in decision.contributions],
+                "inherited_from_above_reach": False, "cutoff_at": decision.cutoff_at,
+                "inheritance_cut": decision.cutoff_at is not None, "path": list(decision.path),
+                "reasons": {p: decision.reason(p) for p in access.PRIVILEGES}}
+    seen = reach.within_reach(decision, lambda node: bool(access.effective(tree, viewer, node)))
+    return {**head, "grants": [_grant_entry(c) for c in seen.contributions],
+            "inherited_from_above_reach": bool(seen.from_above), "cutoff_at": seen.cutoff_at,
+            "inheritance_cut": seen.cutoff_at is not None, "path": list(seen.path),
+            "reasons": {p: seen.reason(p) for p in access.PRIVILEGES}}
 
 
-def _plain_reason(decision: access.Decision, privilege: str) -> str:
-    # The one-line reason names node ids; for a non-admin viewer the structured fields carry what it may see.
-    if decision.allows(privilege):
-        return "allowed"
-    return "refused: no grant that reaches this memory gives it" + (
-        " (inheritance is cut off by a restricted memory)" if decision.cutoff_at else "")
+def _grant_entry(contribution: access.Contribution) -> dict[str, Any]:
+    grant = contribution.grant
+    return {
+        "grant_id": grant.id,
+        "memory_id": grant.memory_id,
+        "principal": grant.principal,
+        "via_group": grant.principal.startswith("group:"),
+        "implicit": grant.implicit,
+        "privileges": [p for p in access.PRIVILEGES if p in grant.privileges],
+    }
 
 
 async def explain_access(call: Call) -> dict[str, Any]:

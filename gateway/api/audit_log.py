@@ -7,7 +7,6 @@ never names a memory the reader could not see.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -19,7 +18,7 @@ from gateway.api.models import Strict
 from gateway.audit import AuditQuery
 from gateway.audit.query import InvalidCursor
 from gateway.errors import ApiError
-from policies import access
+from policies import access, reach
 
 
 class AuditFilters(Strict):
@@ -69,20 +68,15 @@ async def read_log(call: Call) -> dict[str, Any]:
     return {"object": "list", "data": entries, "next": next_cursor}
 
 
-_MEMORY_ID = re.compile(r"hmem_[0-9a-f]{32}")
-
-
 def _hide_unseen(call: Call, entry: dict[str, Any]) -> dict[str, Any]:
-    """A reason names the node a grant sits on, often above the reader's subtree: a memory the reader
-    cannot see is named only as such."""
+    """A reason names the grants that decided, often on nodes above the reader's subtree: it is cut at
+    the reader's reach (policies/reach.py), so a grant up there is only "inherited from above your reach"."""
     tree, principals = call.services.store.tree, call.principal.principals
 
-    def named(match: re.Match[str]) -> str:
-        memory_id = match.group(0)
-        return memory_id if tree.exists(memory_id) and access.effective(tree, principals, memory_id) else \
-            "a memory you cannot see"
+    def seen(memory_id: str) -> bool:
+        return tree.exists(memory_id) and bool(access.effective(tree, principals, memory_id))
 
-    return {**entry, "reason": _MEMORY_ID.sub(named, entry["reason"])}
+    return {**entry, "reason": reach.cut_reason(entry["reason"], seen)}
 
 
 async def verify_log(call: Call) -> dict[str, Any]:

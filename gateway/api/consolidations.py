@@ -134,6 +134,8 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
                  **fields: Any) -> str:
     """Claim the memory for a new run and write its row as `running`; the run's id."""
     services = call.services
+    if services.store.claims.deleting(node.id):  # its records are being dropped: a run would outlive them
+        raise ApiError(409, "memory_busy", "This memory is being deleted.")
     if node.id in services.busy:
         raise _busy(services.busy[node.id])
     run_id = new_id("consolidation")

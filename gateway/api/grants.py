@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.api._endpoint import Call, Endpoint
-from gateway.api.guard import require
+from gateway.api.guard import require, tree_change
 from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
 from gateway.errors import ApiError, invalid
@@ -27,38 +27,40 @@ async def list_grants(call: Call) -> dict[str, Any]:
     tree = call.services.store.tree
     principals = call.principal.principals
     grants: list[dict[str, Any]] = []
-    node: str | None = memory_id
-    while node is not None and access.effective(tree, principals, node):
-        grants.extend(grant_json(g) for g in tree.grants_on(node))
-        if tree.is_restricted(node):
+    for node in access.explain(tree, principals, memory_id).path:  # up to the cutoff, bounded
+        if not access.effective(tree, principals, node):
             break
-        node = tree.parent_of(node)
+        grants.extend(grant_json(g) for g in tree.grants_on(node))
     return page_json(grants, None)
 
 
 async def create_grant(call: Call) -> dict[str, Any]:
     memory_id = call.path["memory_id"]
     body: CreateGrant = call.body
-    require(call, memory_id, "delete", "grants.create")
-    problem = access.principal_error(body.principal)
-    if problem:
-        raise invalid(problem, param="principal")
-    kind, _, ident = body.principal.partition(":")
     store = call.services.store
-    if (kind == "member" and store.member(ident) is None) or (kind == "group" and store.group(ident) is None):
-        raise invalid(f"No {kind} with id {ident!r}.", param="principal")
-    grant = await store.add_grant(memory_id, body.principal, frozenset(body.privileges))
+    # Checked and written with no tree change in between: a move or a delete of the memory lands either
+    # before the check (which then sees it) or after the grant.
+    async with tree_change(call):
+        require(call, memory_id, "delete", "grants.create")
+        problem = access.principal_error(body.principal)
+        if problem:
+            raise invalid(problem, param="principal")
+        kind, _, ident = body.principal.partition(":")
+        if (kind == "member" and store.member(ident) is None) or (kind == "group" and store.group(ident) is None):
+            raise invalid(f"No {kind} with id {ident!r}.", param="principal")
+        grant = await store.add_grant(memory_id, body.principal, frozenset(body.privileges))
     return grant_json(grant)
 
 
 async def delete_grant(call: Call) -> dict[str, Any]:
     memory_id = call.path["memory_id"]
-    require(call, memory_id, "delete", "grants.delete")
     store = call.services.store
-    grant = store.tree.grant(call.path["grant_id"])
-    if grant is None or grant.memory_id != memory_id:
-        raise ApiError(404, "memfed_grant_not_found", "No such grant on this memory.", param="grant_id")
-    await store.remove_grant(grant.id)
+    async with tree_change(call):
+        require(call, memory_id, "delete", "grants.delete")
+        grant = store.tree.grant(call.path["grant_id"])
+        if grant is None or grant.memory_id != memory_id:
+            raise ApiError(404, "memfed_grant_not_found", "No such grant on this memory.", param="grant_id")
+        await store.remove_grant(grant.id)
     return {**grant_json(grant), "deleted": True}
 
 

@@ -6,9 +6,13 @@ decision with its reason. A memory the caller holds nothing on answers exactly l
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from gateway.api._endpoint import Call
-from gateway.errors import admin_only, memory_forbidden, memory_not_found
+from gateway.errors import ApiError, admin_only, invalid, memory_forbidden, memory_not_found
 from gateway.state.tree import MemoryNode
+from gateway.state.tree_writes import TreeRefused
 from policies import access
 
 
@@ -47,3 +51,22 @@ def require_admin(call: Call, operation: str) -> None:
         call.audit(operation, None, "admin", False, "refused: not an administrator")
         raise admin_only()
     call.audit(operation, None, "admin", True, "allowed: administrator")
+
+
+@asynccontextmanager
+async def tree_change(call: Call) -> AsyncIterator[None]:
+    """Hold the tree still from a route's access checks to its write (gateway/state/tree_writes.py), and
+    answer what the rows refuse inside the writing transaction as the route's own checks would."""
+    try:
+        async with call.services.store.tree_lock.held():
+            yield
+    except TreeRefused as refused:
+        raise tree_refusal(refused) from None
+
+
+def tree_refusal(refused: TreeRefused) -> ApiError:
+    if refused.kind == "not_found":
+        return memory_not_found()
+    if refused.kind == "busy":
+        return ApiError(409, "memory_busy", refused.message)
+    return invalid(refused.message, param="parent_id")

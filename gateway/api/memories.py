@@ -9,7 +9,7 @@ from typing import Any
 from adapters.base import Provider
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
-from gateway.api.guard import require, require_admin, require_visible
+from gateway.api.guard import require, require_admin, require_visible, tree_change
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
 from gateway.errors import ApiError, invalid, memory_not_found, unsupported
@@ -47,18 +47,19 @@ async def create_memory(call: Call) -> dict[str, Any]:
     services = call.services
     tree = services.store.tree
     provider = body.provider
-    if body.parent_id is None:
-        require_admin(call, "memories.create_root")
-    else:
-        parent = require(call, body.parent_id, "create", "memories.create")
-        provider = provider or parent.provider
-    provider = provider or services.providers.default
-    if services.providers.get(provider) is None:
-        raise invalid(f"No provider named {provider!r} is configured.", param="provider")
-    node = await services.store.create_memory(
-        name=body.name, description=body.description, parent_id=body.parent_id, restricted=body.restricted,
-        provider=provider, created_by=call.principal.member_id,
-    )
+    async with tree_change(call):  # the parent cannot move, go or change hands between check and insert
+        if body.parent_id is None:
+            require_admin(call, "memories.create_root")
+        else:
+            parent = require(call, body.parent_id, "create", "memories.create")
+            provider = provider or parent.provider
+        provider = provider or services.providers.default
+        if services.providers.get(provider) is None:
+            raise invalid(f"No provider named {provider!r} is configured.", param="provider")
+        node = await services.store.create_memory(
+            name=body.name, description=body.description, parent_id=body.parent_id,
+            restricted=body.restricted, provider=provider, created_by=call.principal.member_id,
+        )
     return memory_json(tree, call.principal.principals, node,
                        access.effective(tree, call.principal.principals, node.id), 0)
 
@@ -95,36 +96,40 @@ async def update_memory(call: Call) -> dict[str, Any]:
     services = call.services
     tree = services.store.tree
     given = body.model_fields_set
-    node, _ = require_visible(call, memory_id, "memories.update")
-    if "provider" in given and body.provider != node.provider:
-        raise unsupported("A memory's provider is changed by migrating it (memfed migrate), which keeps "
-                          "every record and id.", param="provider")
-    changes: dict[str, Any] = {}
-    if given & {"name", "description"}:
-        require(call, memory_id, "write", "memories.update")
-        if "name" in given:
-            changes["name"] = body.name
-        if "description" in given:
-            changes["description"] = body.description or ""
-    if "restricted" in given and body.restricted != node.restricted:
-        # Restricting changes who may reach the branch, like a change of grants.
-        require(call, memory_id, "delete", "memories.restrict")
-        changes["restricted"] = body.restricted
-    if "parent_id" in given and body.parent_id != node.parent_id:
-        require(call, memory_id, "delete", "memories.move")
-        if body.parent_id is None:
-            require_admin(call, "memories.move_to_root")
-        else:
-            if not tree.exists(body.parent_id):
-                raise memory_not_found()
-            require(call, body.parent_id, "create", "memories.move")
-            if tree.is_descendant(body.parent_id, memory_id):
-                raise invalid("The new parent is this memory or one below it: that would make a cycle.",
-                              param="parent_id")
-        services.guard_not_busy(memory_id)
-        changes["parent_id"] = body.parent_id
-    if changes:
-        node = await services.store.update_memory(memory_id, **changes)
+    async with tree_change(call):  # checked and written with no other tree change in between
+        node, _ = require_visible(call, memory_id, "memories.update")
+        if "provider" in given and body.provider != node.provider:
+            raise unsupported("A memory's provider is changed by migrating it (memfed migrate), which keeps "
+                              "every record and id.", param="provider")
+        changes: dict[str, Any] = {}
+        if given & {"name", "description"}:
+            require(call, memory_id, "write", "memories.update")
+            if "name" in given:
+                changes["name"] = body.name
+            if "description" in given:
+                changes["description"] = body.description or ""
+        if "restricted" in given and body.restricted != node.restricted:
+            # Restricting changes who may reach the branch, like a change of grants.
+            require(call, memory_id, "delete", "memories.restrict")
+            changes["restricted"] = body.restricted
+        # Compared with the parent as the caller sees it: against the true one, a hidden parent's id would
+        # be told from a random one by the answer (a no-op here, a refusal there).
+        if "parent_id" in given and body.parent_id != access.visible_parent(tree, call.principal.principals,
+                                                                             memory_id):
+            require(call, memory_id, "delete", "memories.move")
+            if body.parent_id is None:
+                require_admin(call, "memories.move_to_root")
+            else:
+                if not tree.exists(body.parent_id):
+                    raise memory_not_found()
+                require(call, body.parent_id, "create", "memories.move")
+                if tree.is_descendant(body.parent_id, memory_id):
+                    raise invalid("The new parent is this memory or one below it: that would make a cycle.",
+                                  param="parent_id")
+            services.guard_not_busy(memory_id)
+            changes["parent_id"] = body.parent_id
+        if changes:
+            node = await services.store.update_memory(memory_id, **changes)
     return (await render_memories(call, [node]))[0]
 
 
@@ -137,18 +142,32 @@ def _dropper(memory_id: str) -> Callable[[Provider], Awaitable[None]]:
 
 async def delete_memory(call: Call) -> dict[str, Any]:
     memory_id = call.path["memory_id"]
-    require(call, memory_id, "delete", "memories.delete")
     services = call.services
-    tree = services.store.tree
-    services.guard_not_busy(memory_id)
-    # Records first: if a provider fails, the tree still shows every memory whose records remain.
-    for node_id in reversed(tree.subtree(memory_id)):
-        node = tree.get(node_id)
-        if node is not None:
-            handle_for(services, node)
-            await on_provider(services, node, _dropper(node_id), read=False)
-    removed = await services.store.delete_subtree(memory_id)
-    return {"id": memory_id, "object": "memory", "deleted": True, "memories_deleted": len(removed)}
+    store = services.store
+    async with tree_change(call):
+        require(call, memory_id, "delete", "memories.delete")
+        services.guard_not_busy(memory_id)
+        doomed = store.tree.subtree(memory_id)
+        # Claimed before the lock is let go: while the providers drop the records, nothing is created,
+        # moved or granted in this subtree, so what is removed below is exactly what was dropped.
+        claim = store.claims.claim(doomed)
+        seen = sum(1 for _m, _level, privileges in access.walk_down(store.tree, call.principal.principals,
+                                                                    memory_id) if privileges)
+    try:
+        # Records first: if a provider fails, the tree still shows every memory whose records remain.
+        for node_id in reversed(doomed):
+            node = store.tree.get(node_id)
+            if node is not None:
+                handle_for(services, node)
+                await on_provider(services, node, _dropper(node_id), read=False)
+        async with tree_change(call):
+            removed = await store.delete_subtree(memory_id, claim)
+    finally:
+        store.claims.release(claim)
+    # Counted as the caller saw the subtree: a number of memories it could not see would tell it how many
+    # hide below; it learns only that some went too.
+    return {"id": memory_id, "object": "memory", "deleted": True, "memories_deleted": seen,
+            "unseen_memories_deleted": len(removed) > seen}
 
 
 ENDPOINTS = [

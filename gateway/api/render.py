@@ -33,8 +33,7 @@ def memory_json(
         "object": "memory",
         "name": node.name,
         "description": node.description,
-        "parent_id": node.parent_id if node.parent_id and access.effective(tree, principals, node.parent_id)
-        else None,
+        "parent_id": access.visible_parent(tree, principals, node.id),
         "ancestors": access.visible_ancestors(tree, principals, node.id),
         "restricted": node.restricted,
         "provider": node.provider,

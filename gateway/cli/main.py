@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ from gateway.cli import audit as audit_commands
 from gateway.cli import migrate as migrate_commands
 from gateway.cli._common import common, load_config
 from gateway.config import ConfigError
+from gateway.state.tree import StateCorrupt
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -19,9 +21,13 @@ def serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.audit.seal import Seal
+    from gateway.state.store import StateStore
 
     config = load_config(args)
     Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message
+    # So does a state store whose memories hold a cycle (checked here, before uvicorn, for a one-line
+    # message rather than a lifespan traceback).
+    asyncio.run(StateStore.check_tree(config.database_url(), search_path=config.state_schema))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.
@@ -51,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         result: int = args.func(args)
-    except (ConfigError, AuditLogRefused) as exc:
+    except (ConfigError, AuditLogRefused, StateCorrupt) as exc:
         print(f"memfed: {exc}", file=sys.stderr)
         return 2
     return result

@@ -19,7 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.ids import new_id
 from gateway.state import schema as t
-from gateway.state.tree import MemoryNode, Tree
+from gateway.state import tree_writes
+from gateway.state.tree import MemoryNode, Tree, refuse_broken
+from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from policies.access import PRIVILEGES, Grant
 
 KEY_PREFIX = "mf_"
@@ -66,6 +68,10 @@ class StateStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.tree = Tree()
+        # Tree changes one at a time (gateway/state/tree_writes.py): a route holds the lock from its checks
+        # to its write; a delete claims its subtree while the providers drop its records.
+        self.tree_lock = TreeLock()
+        self.claims = Claims()
         self._members: dict[str, Member] = {}
         self._subjects: dict[str, str] = {}
         self._keys: dict[str, tuple[str, str]] = {}  # key hash -> (key id, member id)
@@ -75,17 +81,26 @@ class StateStore:
 
     @classmethod
     async def open(cls, url: str, *, search_path: str | None = None) -> StateStore:
-        kwargs: dict[str, Any] = {}
-        if url.startswith("postgresql") and search_path:
-            kwargs["connect_args"] = {"server_settings": {"search_path": search_path}}
-        engine = create_async_engine(url, **kwargs)
-        if url.startswith("sqlite"):
-            event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        async with engine.begin() as conn:
-            await conn.run_sync(t.metadata.create_all)
-        store = cls(engine)
-        await store._load()
+        """The store on `url`, loaded; StateCorrupt when its memories are not a tree."""
+        engine = _engine(url, search_path)
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(t.metadata.create_all)
+            store = cls(engine)
+            await store._load()
+        except BaseException:
+            await engine.dispose()
+            raise
         return store
+
+    @classmethod
+    async def check_tree(cls, url: str, *, search_path: str | None = None) -> None:
+        """StateCorrupt when the memories' parent links are not a tree; reads only those, creates nothing."""
+        engine = _engine(url, search_path)
+        try:
+            await tree_writes.check_links(engine)
+        finally:
+            await engine.dispose()
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -106,6 +121,7 @@ class StateStore:
                 self._member_groups.setdefault(row.member_id, set()).add(row.group_id)
             for row in await conn.execute(select(t.memories)):
                 self.tree.put(_node(row))
+            refuse_broken(self.tree)
             for row in await conn.execute(select(t.grants)):
                 self.tree.add_grant(_grant(row))
 
@@ -253,48 +269,98 @@ class StateStore:
         self, *, name: str, description: str, parent_id: str | None, restricted: bool, provider: str,
         created_by: str, memory_id: str | None = None,
     ) -> MemoryNode:
-        """Insert the memory and its creator's implicit grant of all four privileges."""
+        """Insert the memory and its creator's implicit grant of all four privileges (TreeRefused when the
+        parent is no row, is being deleted, or sits at the deepest level)."""
         stamp = now_ms()
         node = MemoryNode(memory_id or new_id("memory"), name, description, parent_id, restricted, provider,
                           created_by, stamp, stamp)
         grant = Grant(new_id("grant"), node.id, f"member:{created_by}", frozenset(PRIVILEGES), implicit=True)
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(t.memories).values(**node.__dict__))
-            await conn.execute(insert(t.grants).values(_grant_row(grant, stamp)))
-        self.tree.put(node)
-        self.tree.add_grant(grant)
+
+        async def write() -> None:
+            async with self.engine.begin() as conn:
+                await tree_writes.lock_tree(conn)
+                if parent_id is not None:
+                    await tree_writes.check_parent(conn, parent_id)
+                await conn.execute(insert(t.memories).values(**node.__dict__))
+                await conn.execute(insert(t.grants).values(_grant_row(grant, stamp)))
+            self.tree.put(node)
+            self.tree.add_grant(grant)
+
+        async with self.tree_lock.held():
+            self.claims.refuse_if_deleting(parent_id)
+            await to_the_end(write())
         return node
 
     async def update_memory(self, memory_id: str, **changes: Any) -> MemoryNode:
+        """Change the memory's row; a new `parent_id` is checked against the rows (TreeRefused when it is
+        no row, lies below the memory, or would put a memory deeper than allowed)."""
         changes["updated_at"] = now_ms()
-        async with self.engine.begin() as conn:
-            await conn.execute(update(t.memories).where(t.memories.c.id == memory_id).values(**changes))
-        return self.tree.update(memory_id, **changes)
+        moving = "parent_id" in changes
 
-    async def delete_subtree(self, memory_id: str) -> list[str]:
-        ids = self.tree.subtree(memory_id)
-        async with self.engine.begin() as conn:
-            for chunk in _chunks(ids, 500):
-                await conn.execute(delete(t.grants).where(t.grants.c.memory_id.in_(chunk)))
-                await conn.execute(delete(t.snapshots).where(t.snapshots.c.memory_id.in_(chunk)))
-                await conn.execute(delete(t.record_aliases).where(t.record_aliases.c.memory_id.in_(chunk)))
-                await conn.execute(delete(t.memories).where(t.memories.c.id.in_(chunk)))
-        self.tree.remove_subtree(memory_id)
-        return ids
+        async def write() -> MemoryNode:
+            async with self.engine.begin() as conn:
+                await tree_writes.lock_tree(conn)
+                if moving and changes["parent_id"] is not None:
+                    await tree_writes.check_parent(conn, changes["parent_id"], moving=memory_id)
+                result = await conn.execute(update(t.memories).where(t.memories.c.id == memory_id).values(**changes))
+                if not result.rowcount:
+                    raise TreeRefused("not_found", "No such memory.")
+            return self.tree.update(memory_id, **changes)
+
+        async with self.tree_lock.held():
+            self.claims.refuse_if_deleting(memory_id, changes.get("parent_id") if moving else None)
+            return await to_the_end(write())
+
+    async def delete_subtree(self, memory_id: str, claim: frozenset[str] | None = None) -> list[str]:
+        """Remove the memory, its descendants, their grants and snapshots; TreeRefused when the rows hold a
+        descendant that `claim` (what was dropped at the providers) lacks, added by another gateway."""
+
+        async def write() -> list[str]:
+            async with self.engine.begin() as conn:
+                await tree_writes.lock_tree(conn)
+                found = await tree_writes.subtree_rows(conn, memory_id)
+                if claim is not None and not set(found) <= claim:
+                    raise TreeRefused("busy", "Memories were added below this one while it was being deleted.")
+                ids = sorted(found)
+                for chunk in _chunks(ids, 500):
+                    await conn.execute(delete(t.grants).where(t.grants.c.memory_id.in_(chunk)))
+                    await conn.execute(delete(t.snapshots).where(t.snapshots.c.memory_id.in_(chunk)))
+                    await conn.execute(delete(t.record_aliases).where(t.record_aliases.c.memory_id.in_(chunk)))
+                    await conn.execute(delete(t.memories).where(t.memories.c.id.in_(chunk)))
+            return self.tree.remove_subtree(memory_id) if self.tree.exists(memory_id) else []
+
+        async with self.tree_lock.held():
+            return await to_the_end(write())
 
     # ------------------------------------------------------------------ grants
 
     async def add_grant(self, memory_id: str, principal: str, privileges: frozenset[str]) -> Grant:
         grant = Grant(new_id("grant"), memory_id, principal, privileges)
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(t.grants).values(_grant_row(grant, now_ms())))
-        self.tree.add_grant(grant)
+
+        async def write() -> None:
+            async with self.engine.begin() as conn:
+                await tree_writes.lock_tree(conn)
+                if not await tree_writes.row_exists(conn, memory_id):
+                    raise TreeRefused("not_found", "No such memory.")
+                await conn.execute(insert(t.grants).values(_grant_row(grant, now_ms())))
+            self.tree.add_grant(grant)
+
+        async with self.tree_lock.held():
+            self.claims.refuse_if_deleting(memory_id)
+            await to_the_end(write())
         return grant
 
     async def remove_grant(self, grant_id: str) -> Grant | None:
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(t.grants).where(t.grants.c.id == grant_id))
-        return self.tree.remove_grant(grant_id)
+        async def write() -> Grant | None:
+            async with self.engine.begin() as conn:
+                await tree_writes.lock_tree(conn)
+                await conn.execute(delete(t.grants).where(t.grants.c.id == grant_id))
+            return self.tree.remove_grant(grant_id)
+
+        async with self.tree_lock.held():
+            held = self.tree.grant(grant_id)
+            self.claims.refuse_if_deleting(held.memory_id if held else None)
+            return await to_the_end(write())
 
     # ------------------------------------------------------------------ rows kept only in SQL
 
@@ -318,6 +384,16 @@ class StateStore:
         async with self.engine.begin() as conn:
             result = await conn.execute(delete(table).where(*(table.c[k] == v for k, v in where.items())))
         return int(result.rowcount or 0)
+
+
+def _engine(url: str, search_path: str | None) -> AsyncEngine:
+    kwargs: dict[str, Any] = {}
+    if url.startswith("postgresql") and search_path:
+        kwargs["connect_args"] = {"server_settings": {"search_path": search_path}}
+    engine = create_async_engine(url, **kwargs)
+    if url.startswith("sqlite"):
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

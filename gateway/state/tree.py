@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from policies.access import Grant
+from policies.access import MAX_DEPTH, BrokenTree, Grant
 
 
 @dataclass(frozen=True)
@@ -81,24 +81,61 @@ class Tree:
         while index < len(out):
             out.extend(self._children.get(out[index], ()))
             index += 1
+            if len(out) > len(self._nodes) + 1:  # more than there are memories: the links loop
+                raise BrokenTree(memory_id)
+        return out
+
+    def ancestors_of(self, memory_id: str) -> list[str]:
+        """The parent, its parent, ... up to the root; at most MAX_DEPTH of them."""
+        out: list[str] = []
+        node = self.parent_of(memory_id)
+        while node is not None:
+            if len(out) >= MAX_DEPTH:
+                raise BrokenTree(memory_id)
+            out.append(node)
+            node = self.parent_of(node)
         return out
 
     def is_descendant(self, memory_id: str, ancestor_id: str) -> bool:
         """True when `ancestor_id` is `memory_id` itself or above it."""
-        node: str | None = memory_id
-        while node is not None:
-            if node == ancestor_id:
-                return True
-            node = self.parent_of(node)
-        return False
+        return memory_id == ancestor_id or ancestor_id in self.ancestors_of(memory_id)
 
     def depth_of(self, memory_id: str) -> int:
-        depth = 0
-        node = self.parent_of(memory_id)
-        while node is not None:
-            depth += 1
-            node = self.parent_of(node)
-        return depth
+        return len(self.ancestors_of(memory_id))
+
+    def height_of(self, memory_id: str) -> int:
+        """How many levels lie below the memory (0 for a leaf)."""
+        height = 0
+        level = list(self._children.get(memory_id, ()))
+        while level:
+            height += 1
+            if height > MAX_DEPTH:
+                raise BrokenTree(memory_id)
+            level = [child for node in level for child in self._children.get(node, ())]
+        return height
+
+    def broken_chain(self) -> tuple[str, list[str]] | None:
+        """What keeps the parent links from being a tree, or None: `("cycle", the memories of a cycle)` or
+        `("too_deep", [a memory deeper than MAX_DEPTH])`.
+
+        Each memory is walked up once: a walk stops at a memory already known to reach a root."""
+        depth_of: dict[str | None, int] = {None: -1}  # memory -> its depth below its root
+        for start in self._nodes:
+            walked: list[str] = []
+            on_walk: set[str] = set()
+            node: str | None = start
+            while node is not None and node in self._nodes and node not in depth_of:
+                if node in on_walk:
+                    return "cycle", walked[walked.index(node):]
+                walked.append(node)
+                on_walk.add(node)
+                node = self._nodes[node].parent_id
+            base = depth_of.get(node, -1)  # a parent that is not a memory counts as no parent
+            for steps, memory_id in enumerate(reversed(walked), start=1):
+                depth_of[memory_id] = base + steps
+            if walked and depth_of[walked[0]] > MAX_DEPTH:
+                return "too_deep", [walked[0]]
+        return None
 
     # -- changes (called by the store after its commit)
 
@@ -144,3 +181,22 @@ class Tree:
         self._grants_on[grant.memory_id].remove(grant)
         self._grants_to[grant.principal].remove(grant)
         return grant
+
+
+class StateCorrupt(Exception):
+    """The state store's memories are not a tree (a cycle in the parent links): the gateway does not start."""
+
+
+def refuse_broken(tree: Tree) -> None:
+    """StateCorrupt naming the memories when the tree is not one. A cycle would send every walk up the tree
+    round it for good: refusing to serve beats hanging on the first listing."""
+    broken = tree.broken_chain()
+    if broken is None:
+        return
+    kind, ids = broken
+    if kind == "cycle":
+        shown = " -> ".join([*ids[:8], *(["..."] if len(ids) > 8 else []), ids[0]])
+        raise StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
+                           "of one of them (table memories) to break it before starting")
+    raise StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
+                       "shorten its chain of parents (table memories) before starting")

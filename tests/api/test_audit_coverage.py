@@ -104,7 +104,10 @@ async def test_a_subtree_reader_sees_only_its_subtree_s_decisions(gateway: Gatew
     assert page["data"] and {d["memory_id"] for d in page["data"]} == {kids[0]["id"]}
     assert any(d["operation"] == "recall.cover" for d in page["data"])
     assert root["id"] not in json.dumps(page) and kids[1]["id"] not in json.dumps(page)
-    assert any("a memory you cannot see" in d["reason"] for d in page["data"])  # the grant on the root
+    # The root's grant decided: it is named only as inherited, without its grant id or principal.
+    assert any(d["reason"].endswith("also inherited from above your reach") for d in page["data"])
+    admin_grants = [g.id for g in gateway.services.store.tree.grants_on(root["id"])]
+    assert not any(grant_id in json.dumps(page) for grant_id in admin_grants)
 
 
 async def test_a_changed_tree_makes_a_new_plan(gateway: Gateway) -> None:
