@@ -45,3 +45,8 @@ def inside_fences(text: str) -> list[str]:
 def telltales_outside(text: str) -> list[str]:
     """Lines outside every fence that carry words only an injected string holds."""
     return [line for line in outside_fences(text) if any(word in line for word in TELLTALES)]
+
+
+def same_words(text: str) -> str:
+    """`text` with its fences' random boundaries replaced, so two answers compare word for word."""
+    return re.sub(r"memory-data [0-9a-f]{16}>>", "memory-data T>>", text)

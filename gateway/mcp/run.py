@@ -90,7 +90,9 @@ def _written(verb: str, answer: Answer, tool: str) -> types.CallToolResult:
     if not answer.ok:
         return results.api_failure(tool, answer)
     record = answer.body
-    lead = f"{verb} record {record.get('id')} (version {record.get('version')}) in memory {record.get('memory_id')}."
+    version = record.get("version")
+    # The record's id is the provider's: it is shown in the fenced record's header, not in this line.
+    lead = f"{verb} the record below" + (f" (version {version})." if isinstance(version, int) else ".")
     return results.records(record, [record], lead=lead)
 
 

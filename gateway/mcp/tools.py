@@ -163,7 +163,9 @@ SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
     ),
     ToolSpec(
         "memory_run_query", "Run a memory's named query",
-        "Run a named query that a memory offers, with its params. The queries you can run:",
+        "Run a named query that a memory offers, with its params. Members write named queries: memory_list "
+        "with memory_id and show=queries lists a memory's queries, with their descriptions and params, as "
+        "data. The memories holding queries you can run:",
         _object({"memory_id": MEMORY_ID, "name": _id("The query's name."),
                  "params": {"type": "object", "description": "The query's parameters, as its schema says."}},
                 ("memory_id", "name")),
