@@ -21,6 +21,7 @@ import mcp_types as types
 
 from gateway.fence import fence_records, fence_text
 from gateway.mcp.api import Answer
+from gateway.mcp.depth import MAX_DEPTH, TOO_DEEP
 
 # What may stand outside a fence when it came in an API answer: a code, a param, a degraded entry, a
 # cursor. Words (spaces, line breaks) never: those could be a provider's.
@@ -37,6 +38,23 @@ def mark_untrusted(value: Any) -> Any:
     if out.get("object") == "memory.record":
         out["trust"] = "untrusted"
     return out
+
+
+def too_deep(result: types.CallToolResult, records: list[str], elsewhere: int) -> types.CallToolResult:
+    """`result`, saying which records held values nested too deep to show (gateway/mcp/depth.py): a
+    line of memfed's own outside the fence, and the record ids in `x.memfed.too_deep`."""
+    if not records and not elsewhere:
+        return result
+    where = [f"{len(records)} record{'s' if len(records) != 1 else ''}"] if records else []
+    where += [f"{elsewhere} other value{'s' if elsewhere != 1 else ''}"] if elsewhere else []
+    line = (f"too deep: {' and '.join(where)} held values nested deeper than {MAX_DEPTH} levels; those "
+            f"values are shown as {json.dumps(TOO_DEEP)} (the records are named in x.memfed.too_deep).")
+    structured = dict(result.structured_content or {})
+    extra = structured.get("x.memfed")
+    structured["x.memfed"] = {**(extra if isinstance(extra, Mapping) else {}),
+                              "too_deep": {"depth": MAX_DEPTH, "records": records, "elsewhere": elsewhere}}
+    return types.CallToolResult(content=[*result.content, types.TextContent(text=line)],
+                                structured_content=structured, is_error=result.is_error)
 
 
 def ok(text: str, structured: Mapping[str, Any]) -> types.CallToolResult:
