@@ -36,6 +36,7 @@ class Caller:
     principal: Principal
     token: str
     request_id: str = ""  # sent on every API request a call makes, so the audit log ties them together
+    harness_id: str | None = None  # the harness the MCP URL names (`/mcp?harness_id=`), if it names one
 
     def __repr__(self) -> str:  # the credential must never reach a log line
         return f"Caller({self.principal.principal})"

@@ -13,7 +13,7 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.mcp import depth, results
+from gateway.mcp import depth, harness, results
 from gateway.mcp.api import Answer, Api, Caller, segment
 from gateway.mcp.tools import argument_error
 
@@ -97,6 +97,11 @@ def _written(verb: str, answer: Answer, tool: str) -> types.CallToolResult:
 
 
 async def memory_remember(api: Api, caller: Caller, args: Args) -> types.CallToolResult:
+    if "memory_id" not in args:  # §9: an unaddressed remember goes to the harness's default memory
+        try:
+            args = {**args, "memory_id": await harness.default_memory(api, caller)}
+        except harness.NoDefault as reason:
+            return results.failure(str(reason), "memory_invalid", "memory_id")
     answer = await api.call(caller, "POST", _memory(args) + "/records", body=_record_fields(args))
     return _written("Remembered", answer, "memory_remember")
 
