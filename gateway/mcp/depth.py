@@ -28,10 +28,6 @@ class Cut:
     records: tuple[str, ...] = ()  # ids of the records that held a cut value, in the answer's order
     elsewhere: int = 0  # cut values that were not inside any record
 
-    @property
-    def any(self) -> bool:
-        return bool(self.records) or self.elsewhere > 0
-
 
 def _record_id(value: dict[Any, Any], enclosing: str | None) -> str | None:
     if value.get("object") == "memory.record" and isinstance(value.get("id"), str):
@@ -39,8 +35,25 @@ def _record_id(value: dict[Any, Any], enclosing: str | None) -> str | None:
     return enclosing
 
 
+def _deeper_than_the_bound(value: Any) -> bool:
+    """Whether any list or object in `value` lies more than MAX_DEPTH levels down: one level at a time,
+    over the containers alone, so the common answer (a few levels deep) is handed on uncopied."""
+    level, frontier = 0, [value] if isinstance(value, dict | list) else []
+    while frontier:
+        level += 1
+        if level > MAX_DEPTH:
+            return True
+        frontier = [child for container in frontier
+                    for child in (container.values() if isinstance(container, dict) else container)
+                    if isinstance(child, dict | list)]
+    return False
+
+
 def cut(value: Any) -> Cut:
-    """A copy of `value` with every list or object deeper than MAX_DEPTH levels replaced by TOO_DEEP."""
+    """`value` with every list or object deeper than MAX_DEPTH levels replaced by TOO_DEEP (a copy, when
+    there is one to replace; `value` itself otherwise)."""
+    if not _deeper_than_the_bound(value):
+        return Cut(value)
     records: dict[str, None] = {}
     elsewhere = 0
     top: list[Any] = [None]
