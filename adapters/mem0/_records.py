@@ -33,6 +33,7 @@ from adapters.base import (
     part_to_json,
     writer_to_json,
 )
+from adapters.writer_format import BadWriter, checked_writer
 
 NAMESPACE = "memfed"
 SCHEMA = 1
@@ -166,13 +167,13 @@ def _part(raw: Any) -> Part:
 def _writer(raw: Any) -> Writer:
     if not isinstance(raw, Mapping):
         raise BadMetadata("written_by is not an object")
-    return Writer(
-        kind=str(raw["kind"]),
-        id=str(raw["id"]),
-        type=raw.get("type"),
-        on_behalf_of=raw.get("on_behalf_of"),
-        consolidation_id=raw.get("consolidation_id"),
-    )
+    # Anyone holding the mem0 project's key can edit this metadata: a writer memfed would not have
+    # stamped is not believed (the record then reads as mem0 holds it).
+    try:
+        return checked_writer(raw.get("kind"), raw.get("id"), raw.get("type"), raw.get("on_behalf_of"),
+                              raw.get("consolidation_id"))
+    except BadWriter as exc:
+        raise BadMetadata(str(exc)) from exc
 
 
 def version_record(raw: Any, *, record_id: str, memory_id: str) -> Record:

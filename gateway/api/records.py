@@ -114,6 +114,9 @@ async def revise(call: Call) -> dict[str, Any]:
     if current.follows is not None:
         raise unsupported(f"This record follows {current.follows.kind} {current.follows.name!r}; change it "
                           "there, not through the memory.")
+    if "episode" in (current.type, body.type):  # §4.1: raw experience as it arrived, append-only
+        raise invalid("An episode is append-only: it is never revised, and no record is revised into one. "
+                      "Remember a new record instead.", param="type")
     references = None
     if "references" in given:
         stated = [Reference(r.memory_id, r.record_id, r.rel) for r in body.references or []]

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from adapters.base import FileRef, Follows, Part, Record, RecordTime, Reference, Writer, part_to_json, writer_to_json
+from adapters.writer_format import checked_writer
 
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -119,6 +120,15 @@ class _Writer(_Model):
     on_behalf_of: str | None = None
     consolidation_id: str | None = None
 
+    @model_validator(mode="after")
+    def _as_memfed_stamps_it(self) -> _Writer:
+        # A writer is shown to agents beside its record: a file may carry only what memfed itself stamps.
+        self.writer()
+        return self
+
+    def writer(self) -> Writer:
+        return checked_writer(self.kind, self.id, self.type, self.on_behalf_of, self.consolidation_id)
+
 
 class _Reference(_Model):
     memory_id: str = Field(min_length=1, max_length=200)
@@ -186,10 +196,9 @@ def _record(line: _Line, v: _Version) -> Record:
              extra=dict(p.model_extra or {}))
         for p in v.content
     )
-    w = v.written_by
     return Record(
         id=line.id, memory_id=line.memory_id or "", type=v.type, content=parts,
-        written_by=Writer(w.kind, w.id, w.type, w.on_behalf_of, w.consolidation_id),
+        written_by=v.written_by.writer(),
         time=RecordTime(_utc(v.time.written_at), _opt(v.time.valid_from), _opt(v.time.valid_to),
                         _opt(v.time.invalidated_at)),
         version=v.version, status=v.status, supersedes=v.supersedes, title=v.title,

@@ -39,15 +39,17 @@ class Served:
         key = (await self.gw.admin.post(f"/v1/members/{member_id}/keys")).json()
         return member_id, key["id"], key["key"]
 
-    def session(self, key: str, era: str = "handshake") -> AbstractAsyncContextManager[ClientSession]:
-        return open_session(self.url, key, era, self.statuses)
+    def session(self, key: str, era: str = "handshake",
+                path: str = "/mcp") -> AbstractAsyncContextManager[ClientSession]:
+        return open_session(self.url, key, era, self.statuses, path=path)
 
 
 @asynccontextmanager
-async def open_session(url: str, key: str, era: str = "handshake",
-                       statuses: list[int] | None = None) -> AsyncIterator[ClientSession]:
-    """The SDK's client connected to `url`/mcp with `key`: `handshake` opens with initialize, `modern` with
-    server/discover (2026-07-28, where every request stands alone). Each HTTP status seen goes to `statuses`."""
+async def open_session(url: str, key: str, era: str = "handshake", statuses: list[int] | None = None,
+                       path: str = "/mcp") -> AsyncIterator[ClientSession]:
+    """The SDK's client connected to `url` + `path` (/mcp, or /mcp?harness_id=…) with `key`: `handshake`
+    opens with initialize, `modern` with server/discover (2026-07-28, where every request stands alone).
+    Each HTTP status seen goes to `statuses`."""
     seen = statuses if statuses is not None else []
 
     async def record(response: httpx2.Response) -> None:
@@ -56,7 +58,7 @@ async def open_session(url: str, key: str, era: str = "handshake",
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30.0,
                            event_hooks={"response": [record]}) as http,
-        streamable_http_client(url + "/mcp", http_client=http) as (read, write),
+        streamable_http_client(url + path, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         if era == "modern":

@@ -15,6 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.agent.fence import NOTICE
+from tests._fenced import same_words
 from tests.e2e._mcp_client import (
     READ_TOOLS,
     WRITE_TOOLS,
@@ -158,7 +159,7 @@ async def test_a_memory_the_caller_may_not_read_answers_like_a_missing_one(serve
             denied = await call(reader, tool, memory_id=hidden, **extra)
             missing = await call(reader, tool, memory_id="hmem_doesnotexist", **extra)
             assert denied.is_error and missing.is_error, tool
-            assert text_of(denied) == text_of(missing), tool
+            assert same_words(text_of(denied)) == same_words(text_of(missing)), tool
             assert denied.structured_content == missing.structured_content, tool
             assert "memory_not_found" in text_of(denied)
             assert "secret" not in text_of(denied)

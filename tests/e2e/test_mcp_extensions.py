@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._fenced import inside_fences, same_words
 from tests.e2e._mcp_client import Served, call, has_route, serving, team, text_of
 
 HAS_FREE_QUERY = has_route("POST", "/v1/memories/{memory_id}/query")
@@ -94,13 +95,15 @@ async def test_a_free_query_answers_records_fenced_and_rows_as_fenced_data(serve
     assert not as_rows.is_error, text_of(as_rows)
     assert as_rows.structured_content["trust"] == "untrusted"
     assert "<<memory-data" in text_of(as_rows) and '"Quote"' in text_of(as_rows)
-    assert hidden.is_error and text_of(hidden) == text_of(missing)
+    assert hidden.is_error and hidden.structured_content == missing.structured_content
+    assert same_words(text_of(hidden)) == same_words(text_of(missing))
 
 
 @pytest.mark.skipif(not HAS_NAMED_QUERIES, reason="needs the named-query routes of §6.4")
-async def test_a_named_query_is_offered_with_its_params_and_run_through_the_tool(served: Served) -> None:
-    """A query the owner defined is listed in memory_run_query for a reader, runs with its params, and
-    params that do not match its schema are the API's memory_invalid."""
+async def test_a_named_query_is_offered_listed_as_data_and_run_through_the_tool(served: Served) -> None:
+    """A query the owner defined makes memory_run_query name its memory for a reader, is listed with its
+    words as fenced data by memory_list show=queries, runs with its params, and params that do not match
+    its schema are the API's memory_invalid."""
     t = await team(served)
     shared = t["shared"]["id"]
     definition = {"description": "Records of one type.", "requires": "read", "language": "sql",
@@ -115,8 +118,10 @@ async def test_a_named_query_is_offered_with_its_params_and_run_through_the_tool
         listed = await call(reader, "memory_list", memory_id=shared, show="queries")
         ran = await call(reader, "memory_run_query", memory_id=shared, name="of_type", params={"kind": "fact"})
         wrong = await call(reader, "memory_run_query", memory_id=shared, name="of_type", params={})
-    assert '"of_type"' in offered["memory_run_query"] and '"kind"' in offered["memory_run_query"]
-    assert "of_type" in text_of(listed)
+    assert f"- memory_id {shared}: 1 named query" in offered["memory_run_query"]
+    assert "of_type" not in offered["memory_run_query"] and "Records of one type" not in offered["memory_run_query"]
+    assert '"of_type"' in "\n".join(inside_fences(text_of(listed)))
+    assert '"Records of one type."' in "\n".join(inside_fences(text_of(listed)))
     assert not ran.is_error, text_of(ran)
     assert "  | A fact to find." in text_of(ran)
     assert wrong.is_error and "memory_invalid" in text_of(wrong)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from gateway.identity.auth import Principal
 
@@ -35,6 +36,7 @@ class Caller:
     principal: Principal
     token: str
     request_id: str = ""  # sent on every API request a call makes, so the audit log ties them together
+    harness_id: str | None = None  # the harness the MCP URL names (`/mcp?harness_id=`), if it names one
 
     def __repr__(self) -> str:  # the credential must never reach a log line
         return f"Caller({self.principal.principal})"
@@ -104,12 +106,25 @@ class LocalApi:
                      **({"x-request-id": caller.request_id} if caller.request_id else {}),
                      **({"content-type": "application/json"} if body is not None else {})},
         )
+        return Answer(method, path, response.status_code, _parsed(response.content, method, path))
+
+
+def _parsed(content: bytes, method: str, path: str) -> Any:
+    """The answer's JSON. The json module recurses, so a record nested deeper than the stack allows is
+    parsed again with orjson, which does not (to 1024 levels); it is cut to size later (gateway/mcp/depth.py)."""
+    if not content:
+        return None
+    try:
+        return json.loads(content)
+    except RecursionError:
         try:
-            parsed = response.json() if response.content else None
-        except ValueError:
-            log.warning("the API answered %s %s with a body that is not JSON", method, path)
-            parsed = None
-        return Answer(method, path, response.status_code, parsed)
+            return orjson.loads(content)
+        except orjson.JSONDecodeError:
+            log.warning("the API answered %s %s with JSON nested too deep to read", method, path)
+            return None
+    except ValueError:
+        log.warning("the API answered %s %s with a body that is not JSON", method, path)
+        return None
 
 
 def _query_value(value: Any) -> str:

@@ -12,12 +12,19 @@
 The last three are read off the API's own answers (capability documents, the types listing, each
 memory's named queries), with the caller's credential. A route this server does not serve yet
 simply offers nothing.
+
+An agent reads a tool description as the server's own instructions, so a description carries only
+memfed's words: the tool's fixed text, memory ids, counts, language names, and what memfed's adapters
+say of their types and query languages. Nothing a member or a vendor wrote is in one: no memory name,
+no named query's name, description or params (memory_list with show=queries hands those over as
+fenced data, like records).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,11 +39,15 @@ READABLE_CAP = 200  # memories walked to learn which providers a caller reads fr
 QUERY_SCAN_CAP = 25  # memories asked for their named queries on one listing (~2 ms each, in-process)
 QUERY_CONCURRENCY = 4  # of those asks at once: more only queue on the state store's connections
 DESCRIBE_CAP = 40  # entries a description enumerates
-TEXT_CAP = 200  # characters of a writer's description quoted into a tool description
+TEXT_CAP = 200  # characters of an operation's description quoted into a tool description
 SCHEMA_CAP = 4000  # characters of a provider's query schema shown in memory_query's description
 
-# (provider name, language) -> what a statement in that language sees of a memory, when the provider says.
+# (provider name, language) -> what a statement in that language sees of a memory, in the adapter's own
+# words (memfed's code, never a vendor's or a member's text), when the adapter says.
 SchemaOf = Callable[[str, str], str | None]
+# A memory id (memfed mints them) and a language name, as they may stand in a description.
+_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+_LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]{0,49}")
 
 
 def held_somewhere(tree: access.TreeView, principals: frozenset[str]) -> frozenset[str]:
@@ -54,7 +65,6 @@ class Readable:
     the listing awaits the API)."""
 
     id: str
-    name: str
     provider: str
     privileges: frozenset[str]
 
@@ -69,7 +79,7 @@ def readable_memories(tree: Any, principals: frozenset[str], cap: int = READABLE
                 return list(found.values())
             node = tree.get(memory_id)
             if node is not None and "read" in privileges and memory_id not in found:
-                found[memory_id] = Readable(memory_id, node.name, node.provider, privileges)
+                found[memory_id] = Readable(memory_id, node.provider, privileges)
     return list(found.values())
 
 
@@ -85,7 +95,7 @@ def tool(spec: ToolSpec, extra: Iterable[str] = ()) -> types.Tool:
 
 
 def _quoted(value: Any, cap: int = TEXT_CAP) -> str:
-    """A writer's words inside a tool description: JSON-quoted (one line) and cut short."""
+    """An adapter's words inside a tool description: JSON-quoted (one line) and cut short."""
     text = str(value if value is not None else "")
     return json.dumps(text if len(text) <= cap else text[:cap] + "…", ensure_ascii=False)
 
@@ -118,9 +128,10 @@ def _named(doc: Mapping[str, Any] | None) -> bool:
 
 async def named_query_lines(api: Api, caller: Caller, readable: list[Readable],
                             providers: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per named query the caller may run, from the memories whose provider keeps them,
-    highest in the tree first. Where not every such memory could be asked, a last line says so: the
-    tool is then offered even if none was found, since one further down cannot be ruled out."""
+    """One line per memory holding named queries the caller may run, highest in the tree first: its id
+    and how many, never a query's name, description or params, which members wrote (memory_list with
+    show=queries hands those over as data). Where not every such memory could be asked, a last line says
+    so: the tool is then offered even if none was found, since one further down cannot be ruled out."""
     keeping = [m for m in readable if _named(providers.get(m.provider))]
     asked = keeping[:QUERY_SCAN_CAP]
     gate = asyncio.Semaphore(QUERY_CONCURRENCY)
@@ -134,15 +145,12 @@ async def named_query_lines(api: Api, caller: Caller, readable: list[Readable],
         return []
     lines: list[str] = []
     for memory, answer in zip(asked, answers, strict=True):
-        if not answer.ok:
+        if not answer.ok or not _ID.fullmatch(memory.id):
             continue
-        for query in _data(answer.body):
-            if str(query.get("requires") or "read") not in memory.privileges:
-                continue
-            lines.append(f"- memory_id {memory.id} ({_quoted(memory.name, 80)}), name "
-                         f"{_quoted(query.get('name'), 100)}: {_quoted(query.get('description'))}; "
-                         f"params schema {_compact(query.get('params') or {'type': 'object'})}; "
-                         f"requires {query.get('requires') or 'read'}")
+        runnable = [q for q in _data(answer.body) if str(q.get("requires") or "read") in memory.privileges]
+        if runnable:
+            lines.append(f"- memory_id {memory.id}: {len(runnable)} named "
+                         f"{'query' if len(runnable) == 1 else 'queries'}")
     walk_capped = len(readable) >= READABLE_CAP and any(_named(doc) for doc in providers.values())
     if len(keeping) > len(asked) or walk_capped:
         lines.append(f"- perhaps more: only {len(asked)} memories were asked; memory_list with show=queries "
@@ -151,6 +159,8 @@ async def named_query_lines(api: Api, caller: Caller, readable: list[Readable],
 
 
 async def operation_lines(api: Api, caller: Caller, held: frozenset[str]) -> list[str]:
+    """The operations of registered types: a type is an adapter's description of itself (memfed's code,
+    like its capability document), not something a member or a vendor writes."""
     answer = await api.call(caller, "GET", "/v1/memories/types")
     if not answer.ok:
         return []
@@ -168,25 +178,26 @@ async def operation_lines(api: Api, caller: Caller, held: frozenset[str]) -> lis
 
 def free_query_lines(readable: list[Readable], providers: Mapping[str, Mapping[str, Any]],
                      schema_of: SchemaOf | None = None) -> list[str]:
+    """Per language a provider of a readable memory declares: the memories (by id) it applies to, and
+    what a statement sees, in the adapter's own words. Memory names are members' words: left out."""
     by_provider: dict[str, list[Readable]] = {}
     for memory in readable:
-        by_provider.setdefault(memory.provider, []).append(memory)
+        if _ID.fullmatch(memory.id):
+            by_provider.setdefault(memory.provider, []).append(memory)
     lines: list[str] = []
     for name in sorted(by_provider):
         free = _free(providers.get(name) or {})
         if free is None:
             continue
         memories = by_provider[name]
-        shown = ", ".join(f"{m.id} ({_quoted(m.name, 60)})" for m in memories[:DESCRIBE_CAP])
+        shown = ", ".join(m.id for m in memories[:DESCRIBE_CAP])
         more = f" and {len(memories) - DESCRIBE_CAP} more" if len(memories) > DESCRIBE_CAP else ""
         writes = "may write (needs write)" if free.get("write") else "reads only"
-        for language in [str(lang) for lang in free.get("languages") or []]:
+        for language in [str(lang) for lang in free.get("languages") or [] if _LANGUAGE.fullmatch(str(lang))]:
             lines.append(f"- language {language} ({writes}), on memories {shown}{more}")
-            schema = free.get("schema") or (schema_of(name, language) if schema_of else None)
+            schema = schema_of(name, language) if schema_of else None
             if schema:
-                text = schema if isinstance(schema, str) else _compact(schema)
-                lines.append(f"  What a statement in {language} sees of one memory:\n"
-                             + text[:SCHEMA_CAP].rstrip())
+                lines.append(f"  What a statement in {language} sees of one memory:\n" + schema[:SCHEMA_CAP].rstrip())
     return lines
 
 

@@ -13,6 +13,7 @@ answer the same words, because the API answers them the same.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,11 @@ import mcp_types as types
 
 from gateway.agent.fence import fence_records, fence_text
 from gateway.agent.mcp.api import Answer
+from gateway.agent.mcp.depth import MAX_DEPTH, TOO_DEEP
+
+# What may stand outside a fence when it came in an API answer: a code, a param, a degraded entry, a
+# cursor. Words (spaces, line breaks) never: those could be a provider's.
+_TOKEN = re.compile(r"[A-Za-z0-9_.:=+/@-]{1,1000}")
 
 
 def mark_untrusted(value: Any) -> Any:
@@ -34,6 +40,23 @@ def mark_untrusted(value: Any) -> Any:
     return out
 
 
+def too_deep(result: types.CallToolResult, records: list[str], elsewhere: int) -> types.CallToolResult:
+    """`result`, saying which records held values nested too deep to show (gateway/mcp/depth.py): a
+    line of memfed's own outside the fence, and the record ids in `x.memfed.too_deep`."""
+    if not records and not elsewhere:
+        return result
+    where = [f"{len(records)} record{'s' if len(records) != 1 else ''}"] if records else []
+    where += [f"{elsewhere} other value{'s' if elsewhere != 1 else ''}"] if elsewhere else []
+    line = (f"too deep: {' and '.join(where)} held values nested deeper than {MAX_DEPTH} levels; those "
+            f"values are shown as {json.dumps(TOO_DEEP)} (the records are named in x.memfed.too_deep).")
+    structured = dict(result.structured_content or {})
+    extra = structured.get("x.memfed")
+    structured["x.memfed"] = {**(extra if isinstance(extra, Mapping) else {}),
+                              "too_deep": {"depth": MAX_DEPTH, "records": records, "elsewhere": elsewhere}}
+    return types.CallToolResult(content=[*result.content, types.TextContent(text=line)],
+                                structured_content=structured, is_error=result.is_error)
+
+
 def ok(text: str, structured: Mapping[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=dict(structured))
 
@@ -45,11 +68,20 @@ def failure(message: str, code: str, param: str | None = None) -> types.CallTool
 
 
 def api_failure(tool: str, answer: Answer) -> types.CallToolResult:
+    """The API's refusal: its code (and param) in memfed's vocabulary outside the fence, its message
+    inside, since a message can quote what a provider answered or the name of a record's source."""
     if answer.route_missing:
         return failure(f"{tool} is not available on this server: it does not serve {answer.method} "
                        f"{answer.path} yet.", "memfed_route_not_found")
     error = answer.error
-    return failure(str(error.get("message")), str(error.get("code")), error.get("param"))
+    code = str(error.get("code"))
+    code = code if _TOKEN.fullmatch(code) else "memfed_unexpected_answer"
+    param = error.get("param") if isinstance(error.get("param"), str) and _TOKEN.fullmatch(error["param"]) else None
+    message = str(error.get("message"))
+    head = f"{code}: {tool} was refused" + (f" (param {param})" if param else "") + "; the API's message follows."
+    structured = {"error": {"code": code, "message": message, "param": param}}
+    return types.CallToolResult(content=[types.TextContent(text="\n".join([head, fence_text("The message", message)]))],
+                                structured_content=structured, is_error=True)
 
 
 def _json(value: Any) -> str:
@@ -62,16 +94,24 @@ def _lines(items: Sequence[Any]) -> str:
 
 
 def _server_lines(body: Mapping[str, Any]) -> list[str]:
-    """What the server says about an answer, outside the fence: it is not memory content."""
+    """What the server says about an answer, outside the fence: it is not memory content. Only plain
+    tokens are printed (a degraded entry, a cursor); one carrying other text is left to the structured
+    content, since a provider's words could be in it."""
     lines = []
-    if body.get("degraded"):
-        lines.append("degraded (asked for and not done): " + ", ".join(map(str, body["degraded"])))
+    degraded = body.get("degraded") if isinstance(body.get("degraded"), list) else []
+    if degraded:
+        plain = [str(d) for d in degraded if _TOKEN.fullmatch(str(d))]
+        if len(plain) < len(degraded):
+            plain.append(f"and {len(degraded) - len(plain)} more, in the structured content")
+        lines.append("degraded (asked for and not done): " + ", ".join(plain))
     if "abstain" in body:
         lines.append(f"abstain: {str(bool(body['abstain'])).lower()}")
     if body.get("truncated"):
         lines.append("truncated: true")
     if body.get("next"):
-        lines.append(f"next cursor: {body['next']}")
+        cursor = str(body["next"])
+        lines.append(f"next cursor: {cursor}" if _TOKEN.fullmatch(cursor) else
+                     "next cursor: in the structured content (`next`)")
     return lines
 
 

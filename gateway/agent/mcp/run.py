@@ -13,7 +13,7 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.agent.mcp import results
+from gateway.agent.mcp import depth, harness, results
 from gateway.agent.mcp.api import Answer, Api, Caller, segment
 from gateway.agent.mcp.tools import argument_error
 
@@ -90,11 +90,18 @@ def _written(verb: str, answer: Answer, tool: str) -> types.CallToolResult:
     if not answer.ok:
         return results.api_failure(tool, answer)
     record = answer.body
-    lead = f"{verb} record {record.get('id')} (version {record.get('version')}) in memory {record.get('memory_id')}."
+    version = record.get("version")
+    # The record's id is the provider's: it is shown in the fenced record's header, not in this line.
+    lead = f"{verb} the record below" + (f" (version {version})." if isinstance(version, int) else ".")
     return results.records(record, [record], lead=lead)
 
 
 async def memory_remember(api: Api, caller: Caller, args: Args) -> types.CallToolResult:
+    if "memory_id" not in args:  # §9: an unaddressed remember goes to the harness's default memory
+        try:
+            args = {**args, "memory_id": await harness.default_memory(api, caller)}
+        except harness.NoDefault as reason:
+            return results.failure(str(reason), "memory_invalid", "memory_id")
     answer = await api.call(caller, "POST", _memory(args) + "/records", body=_record_fields(args))
     return _written("Remembered", answer, "memory_remember")
 
@@ -147,6 +154,24 @@ RUNNERS: dict[str, Runner] = {
 }
 
 
+class _DepthSafe:
+    """The API, with every answer cut to what an MCP client can take (gateway/mcp/depth.py), and the
+    records whose values were cut remembered for the tool's result to name."""
+
+    def __init__(self, api: Api) -> None:
+        self._api = api
+        self.records: dict[str, None] = {}
+        self.elsewhere = 0
+
+    async def call(self, caller: Caller, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                   body: Any = None) -> Answer:
+        answer = await self._api.call(caller, method, path, params=params, body=body)
+        shaped = depth.cut(answer.body)
+        self.records.update(dict.fromkeys(shaped.records))
+        self.elsewhere += shaped.elsewhere
+        return Answer(answer.method, answer.path, answer.status, shaped.value)
+
+
 async def run_tool(api: Api, caller: Caller, name: str,
                    arguments: Mapping[str, Any] | None) -> types.CallToolResult:
     """Validate, call, shape. Every failure is a tool result: an agent reads it, a stack trace never."""
@@ -157,8 +182,10 @@ async def run_tool(api: Api, caller: Caller, name: str,
     problem = argument_error(name, args)
     if problem is not None:
         return results.failure(problem, "memory_invalid", problem.partition(":")[0] or None)
+    safe = _DepthSafe(api)
     try:
-        return await runner(api, caller, args)
+        result = await runner(safe, caller, args)
     except Exception:
         log.exception("tool %s failed for %s", name, caller.principal.principal)
         return results.failure("The tool failed; the error is logged.", "memfed_internal_error")
+    return results.too_deep(result, list(safe.records), safe.elsewhere)

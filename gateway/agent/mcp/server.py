@@ -7,9 +7,10 @@ Who asks is decided per HTTP request, before the SDK sees it: the `Authorization
 is resolved with `gateway.identity.auth.resolve_token`, exactly as the HTTP API resolves it, and a request
 without a valid one is answered 401 in the error envelope. The resolved caller rides on that
 request's ASGI scope, which the SDK hands to the handlers as `ctx.request`; nothing is kept per MCP
-session, so a key revoked between two calls of one session fails the second. The session manager
-runs stateless (each POST stands alone, JSON answers), which also lets several memfed processes
-serve one agent without sticky sessions.
+session, so a key revoked between two calls of one session fails the second. The harness the
+session speaks for, when the MCP URL names one (`/mcp?harness_id=`), rides on the caller the same way
+(gateway/mcp/harness.py). The session manager runs stateless (each POST stands alone, JSON answers),
+which also lets several memfed processes serve one agent without sticky sessions.
 
 A mounted app's lifespan never runs, so `attach` wraps the parent app's lifespan to run the SDK's
 session manager and the in-process API client inside it.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -26,7 +28,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -35,7 +37,7 @@ from gateway import __version__
 from gateway.agent.mcp.api import Caller, LocalApi
 from gateway.agent.mcp.offer import offered_tools
 from gateway.agent.mcp.run import run_tool
-from gateway.agent.mcp.tools import input_schema
+from gateway.agent.mcp.tools import ID_PATTERN, input_schema
 from gateway.errors import ApiError
 from gateway.identity.auth import bearer_token, resolve_token, unauthenticated
 from gateway.ids import new_id
@@ -108,7 +110,13 @@ class McpEndpoint:
         if principal is None or token is None:
             await unauthenticated().response()(scope, receive, send)
             return
-        scope[SCOPE_KEY] = Caller(principal, token, _request_id(headers.get("x-request-id", "")))
+        harness_id = QueryParams(scope.get("query_string", b"")).get("harness_id")
+        if harness_id is not None and not re.fullmatch(ID_PATTERN, harness_id):
+            error = ApiError(422, "memory_invalid", "harness_id in the MCP URL is not a harness id.",
+                             param="harness_id")
+            await error.response()(scope, receive, send)
+            return
+        scope[SCOPE_KEY] = Caller(principal, token, _request_id(headers.get("x-request-id", "")), harness_id)
         await manager.handle_request(scope, receive, send)
 
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

@@ -139,11 +139,12 @@ SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
     ),
     ToolSpec(
         "memory_remember", "Remember something",
-        "Write one record, as you state it, into a memory you may write. You are recorded as its writer.",
-        _object({"memory_id": MEMORY_ID,
+        "Write one record, as you state it, into a memory you may write. You are recorded as its writer. "
+        "Without memory_id it goes to your harness's default memory.",
+        _object({"memory_id": _id("The memory to write to; left out, your harness's default memory."),
                  "type": {"type": "string", "minLength": 1, "maxLength": 100, "default": "note",
                           "description": "fact, note, procedure, episode, link, entity, or x.…"},
-                 **RECORD_FIELDS}, ("memory_id",)),
+                 **RECORD_FIELDS}),
         read_only=False, destructive=False,
     ),
     ToolSpec(
@@ -163,7 +164,9 @@ SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
     ),
     ToolSpec(
         "memory_run_query", "Run a memory's named query",
-        "Run a named query that a memory offers, with its params. The queries you can run:",
+        "Run a named query that a memory offers, with its params. Members write named queries: memory_list "
+        "with memory_id and show=queries lists a memory's queries, with their descriptions and params, as "
+        "data. The memories holding queries you can run:",
         _object({"memory_id": MEMORY_ID, "name": _id("The query's name."),
                  "params": {"type": "object", "description": "The query's parameters, as its schema says."}},
                 ("memory_id", "name")),
