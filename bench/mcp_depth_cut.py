@@ -1,4 +1,4 @@
-"""What the MCP tools' depth cut (gateway/mcp/depth.py) costs on an ordinary answer, side by side with
+"""What the MCP tools' depth cut (gateway/agent/mcp/depth.py) costs on an ordinary answer, side by side with
 the work every tool answer already gets: parsing the API's JSON and marking its records untrusted.
 
 Prints, for a page of R records (p50 over N runs, milliseconds): json.loads of the page, the trust

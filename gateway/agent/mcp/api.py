@@ -111,7 +111,7 @@ class LocalApi:
 
 def _parsed(content: bytes, method: str, path: str) -> Any:
     """The answer's JSON. The json module recurses, so a record nested deeper than the stack allows is
-    parsed again with orjson, which does not (to 1024 levels); it is cut to size later (gateway/mcp/depth.py)."""
+    parsed again with orjson, which does not (to 1024 levels); it is cut to size later (gateway/agent/mcp/depth.py)."""
     if not content:
         return None
     try:

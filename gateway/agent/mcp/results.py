@@ -41,7 +41,7 @@ def mark_untrusted(value: Any) -> Any:
 
 
 def too_deep(result: types.CallToolResult, records: list[str], elsewhere: int) -> types.CallToolResult:
-    """`result`, saying which records held values nested too deep to show (gateway/mcp/depth.py): a
+    """`result`, saying which records held values nested too deep to show (gateway/agent/mcp/depth.py): a
     line of memfed's own outside the fence, and the record ids in `x.memfed.too_deep`."""
     if not records and not elsewhere:
         return result

@@ -155,7 +155,7 @@ RUNNERS: dict[str, Runner] = {
 
 
 class _DepthSafe:
-    """The API, with every answer cut to what an MCP client can take (gateway/mcp/depth.py), and the
+    """The API, with every answer cut to what an MCP client can take (gateway/agent/mcp/depth.py), and the
     records whose values were cut remembered for the tool's result to name."""
 
     def __init__(self, api: Api) -> None:

@@ -9,7 +9,7 @@ without a valid one is answered 401 in the error envelope. The resolved caller r
 request's ASGI scope, which the SDK hands to the handlers as `ctx.request`; nothing is kept per MCP
 session, so a key revoked between two calls of one session fails the second. The harness the
 session speaks for, when the MCP URL names one (`/mcp?harness_id=`), rides on the caller the same way
-(gateway/mcp/harness.py). The session manager runs stateless (each POST stands alone, JSON answers),
+(gateway/agent/mcp/harness.py). The session manager runs stateless (each POST stands alone, JSON answers),
 which also lets several memfed processes serve one agent without sticky sessions.
 
 A mounted app's lifespan never runs, so `attach` wraps the parent app's lifespan to run the SDK's
