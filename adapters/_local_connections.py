@@ -17,7 +17,7 @@ from typing import Self
 
 import aiosqlite
 
-from adapters._local_schema import SCHEMA, SCHEMA_VERSION
+from adapters._local_schema import SCHEMA, SCHEMA_VERSION, WRITE_ID_COLUMN, WRITE_ID_INDEX
 from adapters._local_sql import CHECKPOINT
 from adapters.base import ProviderUnavailable
 
@@ -58,6 +58,7 @@ class LocalConnections:
             # leaving them in the file for anyone with the bytes.
             await db.execute("PRAGMA secure_delete = ON")
             await db.executescript(SCHEMA)
+            await _add_write_ids(db)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             await db.close()
@@ -124,3 +125,11 @@ class LocalConnections:
         async with self._locked() as db:
             rows = list(await db.execute_fetchall(CHECKPOINT))
         return not rows[0][0]
+
+
+async def _add_write_ids(db: aiosqlite.Connection) -> None:
+    """A file from before write ids (schema version 1) gains their column and index; new files have both."""
+    columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(versions)")}
+    if "write_id" not in columns:
+        await db.execute(WRITE_ID_COLUMN)
+    await db.execute(WRITE_ID_INDEX)
