@@ -8,9 +8,9 @@ says of a record, and every earlier version of it, travels in `metadata["memfed"
      "current": <version>, "past": [<version>, …]}      # past: oldest first
 
 A version carries type, title, content (the full part list), attributes, references, version, supersedes,
-status, written_by, time, follows and, when the gateway gave one, the `write_id` of the write that made it, so a record read back is equal to the one written and `history`
-rebuilds every version exactly. mem0's own history rows carry the text alone, which is why versions are
-kept here rather than rebuilt from them.
+status, written_by, time, follows and (when the gateway gave one) the `write_id` of the write that made it,
+so a record read back is equal to the one written and `history` rebuilds every version exactly. mem0's own
+history rows carry the text alone, which is why versions are kept here rather than rebuilt from them.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from gateway.auth import Principal, authenticate
 from gateway.errors import ApiError
 from gateway.ids import new_id
 from gateway.telemetry import annotate
+from gateway.writes import WriteIntent
 
 log = logging.getLogger("memfed.api")
 
@@ -47,6 +48,9 @@ class Call:
     timings: dict[str, float] = field(default_factory=dict)
     # Work the answer does not wait for, started once the answer has been sent (e.g. refreshing counts).
     after_answer: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # The write this request makes at a provider: set by its Idempotency-Key's claim (gateway/idempotency.py)
+    # or, without a key, when a handler first asks for it (gateway/api/_writes.py).
+    write: WriteIntent | None = None
 
     def audit(self, operation: str, memory_id: str | None, privilege: str | None, allowed: bool,
               reason: str) -> None:

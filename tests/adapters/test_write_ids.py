@@ -86,7 +86,8 @@ async def test_a_local_file_from_before_write_ids_gains_them_when_opened(tmp_pat
                 type TEXT NOT NULL, title TEXT, content TEXT NOT NULL, attributes TEXT NOT NULL,
                 refs TEXT NOT NULL, follows TEXT, written_by TEXT NOT NULL, written_at TEXT NOT NULL,
                 invalidated_at TEXT, valid_from TEXT, valid_to TEXT, UNIQUE (record_id, version));
-            CREATE VIRTUAL TABLE versions_fts USING fts5(title, body, tokenize = 'porter unicode61 remove_diacritics 2');
+            CREATE VIRTUAL TABLE versions_fts USING fts5(title, body,
+                tokenize = 'porter unicode61 remove_diacritics 2');
             INSERT INTO versions (memory_id, record_id, version, type, content, attributes, refs, written_by,
                 written_at) VALUES ('""" + M1 + """', 'hrec_old', 1, 'note', '[{"type":"text","text":"old"}]',
                 '{}', '[]', '{"kind":"member","id":"mbr_agent"}', '2026-01-01T00:00:00.000000Z');
