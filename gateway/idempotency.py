@@ -110,13 +110,14 @@ class Idempotency:
         while True:
             now = now_ms()
             owner = f"{self._instance}-{secrets.token_hex(6)}"
-            write_id = new_write_id()
-            if await keys.claim(engine, principal, key, fingerprint=fingerprint, write_id=write_id, owner=owner,
-                                lease_until=now + self.lease_ms, now=now):
-                return _Claim(owner, WriteIntent(write_id))
+            # Read first: a repeat (the common case for a key seen before) then costs no failed insert.
             row = await keys.read(engine, principal, key)
             if row is None:
-                continue  # dropped as expired between the two statements
+                write_id = new_write_id()
+                if await keys.claim(engine, principal, key, fingerprint=fingerprint, write_id=write_id,
+                                    owner=owner, lease_until=now + self.lease_ms, now=now):
+                    return _Claim(owner, WriteIntent(write_id))
+                continue  # another request claimed it between the two statements: read what it holds
             if now - row.created_at >= self.keep_ms:
                 await keys.forget_expired(engine, row)
                 continue
