@@ -272,3 +272,28 @@ async def test_a_failed_keyed_request_leaves_no_lock_behind(gateway: Gateway) ->
     again = await gateway.admin.delete(url, headers=headers)
     assert (again.status_code, again.json()) == (404, first.json())
     assert gateway.services.idempotency._locks == {}
+
+
+async def test_a_keyed_request_cancelled_mid_write_is_taken_over_by_its_repeat(tmp_path: Path) -> None:
+    """A keyed remember is cancelled while its provider call runs (the client's task goes away): nothing
+    is left held in memory, its claim runs out with its lease, and the repeat takes the key over, looks for
+    the write, finds none and writes the record once."""
+    config = make_config(tmp_path, idempotency={"lease_seconds": 0.3})
+    async with running_gateway(config) as gw:
+        memory = (await gw.root("Notes"))["id"]
+        handle = gw.services.providers["local"]
+        inner = handle.provider
+        handle.provider = Slow(inner)
+        url = f"/v1/memories/{memory}/records"
+        headers = {"Idempotency-Key": "cancelled-1"}
+        request = asyncio.create_task(gw.admin.post(url, json={"content": "once"}, headers=headers))
+        await asyncio.sleep(0.1)  # inside Slow.remember, before it writes
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        assert gw.services.idempotency._locks == {}
+        handle.provider = inner
+        again = await gw.admin.post(url, json={"content": "once"}, headers=headers)
+        assert again.status_code == 201, again.text
+        listing = (await gw.admin.get(url)).json()["data"]
+    assert [r["id"] for r in listing] == [again.json()["id"]]
