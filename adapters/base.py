@@ -54,7 +54,7 @@ from adapters.records import (
 
 __all__ = [  # the contract, wherever each piece is written
     "CORE_TYPES", "FILTER_OPS", "SIGNALS", "AdapterFactory", "Capabilities", "Condition", "Erasure", "FileRef",
-    "FilterOp", "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError",
+    "FilterOp", "FindsWrites", "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError",
     "ProviderRateLimited", "ProviderRejected", "ProviderTimeout", "ProviderUnavailable", "RecallAnswer",
     "RecallQuery", "Record", "RecordNotFound", "RecordStatus", "RecordTime", "Reference", "Revision", "Signal",
     "Support", "Unsupported", "Writer", "decode_cursor", "encode_cursor", "instant", "part_from_json",
@@ -230,8 +230,11 @@ class Provider(Protocol):
         """Append a version that supersedes the current one and return it."""
         ...
 
-    async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime) -> Record:
-        """Close the record (status forgotten); its versions stay in history."""
+    async def forget(
+        self, memory_id: str, record_id: str, by: Writer, at: datetime, *, write_id: str | None = None
+    ) -> Record:
+        """Close the record (status forgotten); its versions stay in history. `write_id` is kept with the
+        forgotten version, as a NewRecord's is."""
         ...
 
     async def history(self, memory_id: str, record_id: str) -> Sequence[Record]:
@@ -268,3 +271,22 @@ class AdapterFactory(Protocol):
     def __call__(
         self, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path, api_key: str | None
     ) -> Awaitable[Provider]: ...
+
+
+@runtime_checkable
+class FindsWrites(Protocol):
+    """An optional part of the contract: finding what a write left at the vendor, by its write id.
+
+    A write whose call failed after it may have reached the vendor (a timeout, a lost answer, a 5xx: the
+    error's `maybe_applied`) has an unknown outcome. The gateway looks it up here before it reports a
+    failure and before it writes again, so a write that landed is reported written and never made twice.
+    An adapter answers from the vendor's own state as of the call: a write the vendor applies only later is
+    not found yet, which the gateway allows for by waiting for the provider's settle time (`write_settle`)
+    before it treats "not found" as "not written". The local adapter's writes settle when its call ends.
+    """
+
+    async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
+        """The version that the write `write_id` made in this memory (also once later versions superseded
+        it), or None if no such write is there. `record_id`, given when the caller knows which record the
+        write changed (revise, forget), lets the adapter look at that record alone."""
+        ...

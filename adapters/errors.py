@@ -2,6 +2,11 @@
 
 Each failure maps to one answer: unavailable, timed out or rate limited degrade a recall and become 503
 elsewhere; rejected is the caller's mistake; unsupported is an honest "this provider cannot".
+
+`maybe_applied` says whether a write that failed this way may still have been carried out by the vendor
+(the request reached it and the answer was lost, late or a 5xx). The gateway then looks for the write by
+its write id before it reports a failure or writes again. An adapter that knows its request never left
+(a refused connection) says so with `maybe_applied=False`.
 """
 
 from __future__ import annotations
@@ -11,6 +16,12 @@ class ProviderError(Exception):
     """Base of every failure an adapter reports. Raised `from` the vendor's own exception."""
 
     reason = "unavailable"
+    maybe_applied = True  # not knowing counts as "may have been applied"
+
+    def __init__(self, *args: object, maybe_applied: bool | None = None) -> None:
+        super().__init__(*args)
+        if maybe_applied is not None:
+            self.maybe_applied = maybe_applied
 
 
 class ProviderUnavailable(ProviderError):
@@ -29,6 +40,7 @@ class ProviderRateLimited(ProviderUnavailable):
     """The vendor said 429. `retry_after` is in seconds when the vendor said how long to wait."""
 
     reason = "rate_limited"
+    maybe_applied = False  # a vendor that says 429 turned the request away before doing it
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -39,12 +51,14 @@ class ProviderRejected(ProviderError):
     """The vendor refused the request as invalid (a 4xx that is not ours to retry)."""
 
     reason = "rejected"
+    maybe_applied = False
 
 
 class Unsupported(ProviderError):
     """The provider cannot do this operation at all (the gateway answers `memory_unsupported`)."""
 
     reason = "unsupported"
+    maybe_applied = False
 
 
 class RecordNotFound(Exception):

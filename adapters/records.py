@@ -141,11 +141,15 @@ class Record:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     references: tuple[Reference, ...] = ()
     follows: Follows | None = None
+    # The memfed write that made this version (None for one written without), kept with it by the adapter.
+    write_id: str | None = None
 
 
 @dataclass(frozen=True)
 class NewRecord:
-    """A record to write, as stated. The gateway stamps `written_by` and `written_at`."""
+    """A record to write, as stated. The gateway stamps `written_by` and `written_at`, and `write_id`: the
+    id of this write, which the adapter keeps with the version so the write can be found again
+    (`FindsWrites.find_write`) when its outcome is unknown."""
 
     type: str
     content: tuple[Part, ...]
@@ -156,12 +160,14 @@ class NewRecord:
     references: tuple[Reference, ...] = ()
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    write_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Revision:
     """A new version of an existing record. A field left `None` keeps the current version's value; a
-    field named in `clear` (one of CLEARABLE) is emptied instead, as a PATCH with `null` asks."""
+    field named in `clear` (one of CLEARABLE) is emptied instead, as a PATCH with `null` asks. `write_id`
+    is kept with the new version, as for `NewRecord`."""
 
     written_by: Writer
     written_at: datetime
@@ -173,6 +179,7 @@ class Revision:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     clear: frozenset[str] = frozenset()
+    write_id: str | None = None
 
     def __post_init__(self) -> None:
         if not self.clear <= CLEARABLE:

@@ -94,7 +94,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     await audit_log.start()
     services = Services(
         config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),
-        audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours),
+        audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours, config.write_lease_seconds),
     )
     if config.oidc:
         from gateway.identity.oidc import OidcSettings, OidcVerifier

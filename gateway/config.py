@@ -30,7 +30,17 @@ class ProviderConfig:
     concurrency: int = 8
     failure_threshold: int = 5
     reset_after: float = 30.0
+    # Seconds after a write's outcome became unknown (its call failed once it may have reached the vendor)
+    # during which the vendor may still apply it: not finding the write before then does not mean it was
+    # not made, so it is not sent again until then. None: 0 for the local adapter, whose writes settle
+    # when its call ends, and 30 for the others.
+    write_settle: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def settle_seconds(self) -> float:
+        if self.write_settle is not None:
+            return self.write_settle
+        return 0.0 if self.adapter == "local" else 30.0
 
     def api_key(self) -> str | None:
         if not self.api_key_env:
@@ -57,6 +67,9 @@ class Config:
     audit_seal_env: str | None = None
     oidc: Mapping[str, Any] | None = None
     idempotency_hours: int = 24
+    # How long a gateway's claim on a write outlives the gateway if it dies holding it: an Idempotency-Key
+    # (renewed while its request runs) and an observe outbox row being sent.
+    write_lease_seconds: float = 15.0
     telemetry_exporter: str = "none"
 
     def database_url(self) -> str:
@@ -130,12 +143,14 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         audit_seal_env=_env_name(audit, "seal_key_env"),
         oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
+        write_lease_seconds=_seconds(_table(raw, "idempotency"), "lease_seconds", None) or 15.0,
         telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),
     )
 
 
 _PROVIDER_KEYS = {
     "adapter", "base_url", "api_key_env", "timeout", "concurrency", "failure_threshold", "reset_after",
+    "write_settle",
 }
 
 
@@ -158,6 +173,7 @@ def _provider(name: str, table: Any) -> ProviderConfig:
         concurrency=int(table.get("concurrency", 8)),
         failure_threshold=int(table.get("failure_threshold", 5)),
         reset_after=float(table.get("reset_after", 30.0)),
+        write_settle=_seconds(table, "write_settle", None, what=f"providers.{name}.write_settle", zero=True),
         options=options,
     )
 
@@ -184,6 +200,17 @@ def _env_name(table: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str) or not value.replace("_", "").isalnum():
         raise ConfigError(f"{key} must name an environment variable (letters, digits, _)")
     return value
+
+
+def _seconds(table: Mapping[str, Any], key: str, default: float | None, *, what: str | None = None,
+             zero: bool = False) -> float | None:
+    """A duration in seconds: a number above 0 (or at least 0 with `zero`)."""
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"{what or key} must be a number of seconds{' (0 or more)' if zero else ' above 0'}")
+    return float(value)
 
 
 def _positive(table: Mapping[str, Any], key: str, default: int) -> int:

@@ -16,6 +16,7 @@ PREFIXES = {
     "snapshot": "hsnp_",
     "harness": "hrn_",
     "job": "hjob_",
+    "write": "hwri_",
     "request": "req_",
 }
 

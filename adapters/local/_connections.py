@@ -19,7 +19,7 @@ from typing import Self
 import aiosqlite
 
 from adapters.base import ProviderUnavailable
-from adapters.local._schema import SCHEMA, SCHEMA_VERSION
+from adapters.local._schema import SCHEMA, SCHEMA_VERSION, WRITE_ID_COLUMN, WRITE_ID_INDEX
 from adapters.local._sql import CHECKPOINT
 
 READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
@@ -59,6 +59,7 @@ class LocalConnections:
             # leaving them in the file for anyone with the bytes.
             await db.execute("PRAGMA secure_delete = ON")
             await db.executescript(SCHEMA)
+            await _add_write_ids(db)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             await db.close()
@@ -140,3 +141,11 @@ def _private_file(path: Path) -> None:
         return
     os.fchmod(fd, 0o600)
     os.close(fd)
+
+
+async def _add_write_ids(db: aiosqlite.Connection) -> None:
+    """A file from before write ids (schema version 1) gains their column and index; new files have both."""
+    columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(versions)")}
+    if "write_id" not in columns:
+        await db.execute(WRITE_ID_COLUMN)
+    await db.execute(WRITE_ID_INDEX)

@@ -4,7 +4,9 @@ Pure functions and constants, no I/O: adapters/local/_sql.py builds the statemen
 and `adapters/local/provider.py` runs them.
 
 Every version of a record is one row of `versions`; the row that has no `invalidated_at` is the
-current one. A version written by `forget` has `forgets = 1`. `superseded` is never stored: it is
+current one. A version written by `forget` has `forgets = 1`. `write_id` is the memfed write that made
+the version (unique in a memory, so a write sent twice is kept once), added in schema version 2: a file
+from before gains the column and its index when it is opened (`WRITE_ID_UPGRADE`). `superseded` is never stored: it is
 read off `invalidated_at`, so that a read `as_of` an earlier instant can show a version as it stood
 then (active, not yet closed) from the same row. `versions_fts` holds the words of every version,
 keyed by the version's `seq`, so that a recall `as_of` searches what was current at that instant.
@@ -30,7 +32,7 @@ from adapters.base import (
     writer_to_json,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -51,6 +53,7 @@ CREATE TABLE IF NOT EXISTS versions (
     invalidated_at TEXT,
     valid_from     TEXT,
     valid_to       TEXT,
+    write_id       TEXT,
     UNIQUE (record_id, version)
 );
 CREATE INDEX IF NOT EXISTS versions_listing
@@ -62,6 +65,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS versions_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
+
+
+# Run after SCHEMA: the column for a file made before it (skipped when present), then its index.
+WRITE_ID_COLUMN = "ALTER TABLE versions ADD COLUMN write_id TEXT"
+WRITE_ID_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS versions_write ON versions (memory_id, write_id) WHERE write_id IS NOT NULL"
+)
 
 
 class Row(Protocol):
@@ -130,6 +140,7 @@ def columns(record: Record) -> dict[str, Any]:
         "invalidated_at": ts_or_none(t.invalidated_at),
         "valid_from": ts_or_none(t.valid_from),
         "valid_to": ts_or_none(t.valid_to),
+        "write_id": record.write_id,
     }
 
 
@@ -166,6 +177,7 @@ def record(row: Row, as_of: str | None = None) -> Record:
         attributes=json.loads(row["attributes"]),
         references=tuple(Reference(**r) for r in json.loads(row["refs"])),
         follows=Follows(**follows) if follows is not None else None,
+        write_id=row["write_id"],
     )
 
 

@@ -32,7 +32,7 @@ from adapters.local._schema import utc as utc
 
 _NAMES = (
     "memory_id", "record_id", "version", "forgets", "supersedes", "type", "title", "content", "attributes",
-    "refs", "follows", "written_by", "written_at", "invalidated_at", "valid_from", "valid_to",
+    "refs", "follows", "written_by", "written_at", "invalidated_at", "valid_from", "valid_to", "write_id",
 )  # fmt: skip
 INSERT = f"INSERT INTO versions ({', '.join(_NAMES)}) VALUES ({', '.join(':' + n for n in _NAMES)})"
 INSERT_WORDS = "INSERT INTO versions_fts (rowid, title, body) VALUES (?, ?, ?)"
@@ -44,6 +44,7 @@ CURRENT = (
 HISTORY = (
     "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.record_id = :record ORDER BY v.version"
 )
+WRITTEN_BY_WRITE = "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.write_id = :write"
 ERASABLE = "memory_id = :memory AND record_id IN (SELECT value FROM json_each(:ids))"
 FIND = f"SELECT DISTINCT record_id FROM versions WHERE {ERASABLE}"
 IN_MEMORY = "memory_id = :memory"

@@ -126,9 +126,12 @@ class LocalProvider(LocalConnections, LocalQueries):
             attributes=record.attributes,
             references=record.references,
             follows=follows,
+            write_id=record.write_id,
         )
         async with self._writing() as db:
-            return await self._append(db, first)
+            # A write sent again (its first answer was lost) is the record it made the first time.
+            done = await self._written_by(db, memory_id, record.write_id)
+            return done if done is not None else await self._append(db, first)
 
     async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
         """Append version n+1 over the current one. A forgotten record may be revised and is active
@@ -137,6 +140,9 @@ class LocalProvider(LocalConnections, LocalQueries):
         if revision.content is not None:
             _refuse_unkept_media(revision.content, self.capabilities().media)
         async with self._writing() as db:
+            done = await self._written_by(db, memory_id, revision.write_id, record_id)
+            if done is not None:
+                return done
             current = await self._current(db, memory_id, record_id)
             refuse_following(current, "revised")
             t = current.time
@@ -156,15 +162,21 @@ class LocalProvider(LocalConnections, LocalQueries):
                 attributes=or_keep(revision.attributes, current.attributes),
                 references=or_keep(revision.references, current.references),
                 follows=current.follows,
+                write_id=revision.write_id,
             )
             local_types.check(following.type, following.attributes)
             await self._close_version(db, current, at)
             return await self._append(db, following)
 
-    async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime) -> Record:
+    async def forget(
+        self, memory_id: str, record_id: str, by: Writer, at: datetime, *, write_id: str | None = None
+    ) -> Record:
         """Append a version with status forgotten that repeats the last content, so `get` and history
         still show what was forgotten, by whom and when. Forgetting a forgotten record changes nothing."""
         async with self._writing() as db:
+            done = await self._written_by(db, memory_id, write_id, record_id)
+            if done is not None:
+                return done
             current = await self._current(db, memory_id, record_id)
             refuse_following(current, "forgotten")
             if current.status == "forgotten":
@@ -177,6 +189,7 @@ class LocalProvider(LocalConnections, LocalQueries):
                 status="forgotten",
                 written_by=by,
                 time=replace(current.time, written_at=when, invalidated_at=None),
+                write_id=write_id,
             )
             await self._close_version(db, current, when)
             return await self._append(db, tombstone)
@@ -205,6 +218,14 @@ class LocalProvider(LocalConnections, LocalQueries):
             await self._purge(db, sql.IN_MEMORY, params)
         # A reader still open elsewhere only delays reuse of the freed pages; nothing is promised here.
         await self._checkpoint()
+
+    async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
+        """The version the write `write_id` made in this memory (`FindsWrites`). Asked through the writer,
+        behind anything still queued on it, so a write whose call was cancelled after its statements were
+        handed over is seen here once they ran: on this provider a write has settled when its call ends."""
+        async with self._locked() as db:
+            found = await self._written_by(db, memory_id, write_id)
+        return found if found is not None and record_id in (None, found.id) else None
 
     # ----------------------------------------------------------------------- reads
 
@@ -344,6 +365,19 @@ class LocalProvider(LocalConnections, LocalQueries):
         rows = list(await db.execute_fetchall(sql.CURRENT, {"memory": memory_id, "record": record_id}))
         if not rows:
             raise RecordNotFound(record_id)
+        return sql.record(rows[0])
+
+    async def _written_by(self, db: aiosqlite.Connection, memory_id: str, write_id: str | None,
+                          record_id: str | None = None) -> Record | None:
+        """The version the write `write_id` made in this memory, if any. The same write id on another
+        record of the memory is a caller's mistake (one write changes one record), refused."""
+        if write_id is None:
+            return None
+        rows = list(await db.execute_fetchall(sql.WRITTEN_BY_WRITE, {"memory": memory_id, "write": write_id}))
+        if not rows:
+            return None
+        if record_id is not None and rows[0]["record_id"] != record_id:
+            raise ProviderRejected("this write id was used for another record")
         return sql.record(rows[0])
 
     async def _append(self, db: aiosqlite.Connection, version: Record) -> Record:

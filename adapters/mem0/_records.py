@@ -8,9 +8,9 @@ says of a record, and every earlier version of it, travels in `metadata["memfed"
      "current": <version>, "past": [<version>, …]}      # past: oldest first
 
 A version carries type, title, content (the full part list), attributes, references, version, supersedes,
-status, written_by, time and follows, so a record read back is equal to the one written and `history`
-rebuilds every version exactly. mem0's own history rows carry the text alone, which is why versions are
-kept here rather than rebuilt from them.
+status, written_by, time, follows and (when the gateway gave one) the `write_id` of the write that made it,
+so a record read back is equal to the one written and `history` rebuilds every version exactly. mem0's own
+history rows carry the text alone, which is why versions are kept here rather than rebuilt from them.
 """
 
 from __future__ import annotations
@@ -91,6 +91,13 @@ def _dt(value: datetime | None) -> str | None:
 
 def version_json(record: Record) -> dict[str, Any]:
     """One version, without the ids that are the same for every version of the record."""
+    out = _version_fields(record)
+    if record.write_id is not None:
+        out["write_id"] = record.write_id
+    return out
+
+
+def _version_fields(record: Record) -> dict[str, Any]:
     return {
         "type": record.type,
         "title": record.title,
@@ -187,6 +194,9 @@ def version_record(raw: Any, *, record_id: str, memory_id: str) -> Record:
         status = raw.get("status", "active")
         if status not in _STATUSES:
             raise BadMetadata(f"unknown status {status!r}")
+        write_id = raw.get("write_id")
+        if write_id is not None and not isinstance(write_id, str):
+            raise BadMetadata("a write id is not a string")
         follows_raw = raw.get("follows")
         return Record(
             id=record_id,
@@ -214,6 +224,7 @@ def version_record(raw: Any, *, record_id: str, memory_id: str) -> Record:
                 if follows_raw
                 else None
             ),
+            write_id=write_id,
         )
     except BadMetadata:
         raise
@@ -306,3 +317,8 @@ def closed(record: Record, *, at: datetime) -> Record:
     `forgotten`, so history keeps the trace of the forget after a revision brings the record back."""
     status: RecordStatus = "forgotten" if record.status == "forgotten" else "superseded"
     return replace(record, status=status, time=replace(record.time, invalidated_at=at))
+
+
+def written_by(stored: Stored, write_id: str) -> Record | None:
+    """The version of this record that the write `write_id` made, current or past."""
+    return next((v for v in (stored.current, *reversed(stored.past)) if v.write_id == write_id), None)

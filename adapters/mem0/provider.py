@@ -234,6 +234,7 @@ class Mem0Provider(Mem0Reads):
             title=record.title,
             attributes=record.attributes,
             references=record.references,
+            write_id=record.write_id,
         )
         text, metadata = _encoded(draft)
         body = await self._wire.send(self._wire.dialect.add(entity, text, metadata))
@@ -259,6 +260,8 @@ class Mem0Provider(Mem0Reads):
         if revision.content is not None:
             _check_content(revision.content)
         vendor_id, stored = await self._fetch(memory_id, record_id)
+        if revision.write_id is not None and (done := records.written_by(stored, revision.write_id)) is not None:
+            return done  # sent again after an answer was lost: mem0 has it already
         cur = stored.current
         refuse_following(cur, "revised")
         at = not_before(revision.written_at, cur.time.written_at)
@@ -279,16 +282,21 @@ class Mem0Provider(Mem0Reads):
                 valid_to=revised(revision, "valid_to", cur.time.valid_to),
             ),
             follows=cur.follows,
+            write_id=revision.write_id,
         )
         # A forgotten record may be revised, as on the local provider: the revision is a new statement
         # and the chain keeps the forget before it.
         await self._write(vendor_id, record_id, new, (*stored.past, records.closed(cur, at=at)))
         return new
 
-    async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime) -> Record:
+    async def forget(
+        self, memory_id: str, record_id: str, by: Writer, at: datetime, *, write_id: str | None = None
+    ) -> Record:
         """A version with status forgotten that repeats the last content, so history shows what was
         forgotten, by whom and when. The memory stays at mem0 (deleting it is erase, not forget)."""
         vendor_id, stored = await self._fetch(memory_id, record_id)
+        if write_id is not None and (done := records.written_by(stored, write_id)) is not None:
+            return done
         cur = stored.current
         refuse_following(cur, "forgotten")
         if cur.status == "forgotten":
@@ -301,9 +309,25 @@ class Mem0Provider(Mem0Reads):
             status="forgotten",
             written_by=by,
             time=replace(cur.time, written_at=when, invalidated_at=None),
+            write_id=write_id,
         )
         await self._write(vendor_id, record_id, tombstone, (*stored.past, records.closed(cur, at=when)))
         return tombstone
+
+    async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
+        """The version the write `write_id` made (`FindsWrites`), read from memfed's metadata at mem0: the
+        record's own when its id is known, else every record of the memory. mem0 may apply a request after
+        its client gave up, so "not found" holds as of this call only (the gateway waits `write_settle`)."""
+        if record_id is not None:
+            try:
+                _, stored = await self._fetch(memory_id, record_id)
+            except RecordNotFound:
+                return None
+            return records.written_by(stored, write_id)
+        for stored in await self._all(memory_id):
+            if (found := records.written_by(stored, write_id)) is not None:
+                return found
+        return None
 
     async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
         """Delete each record's memory at mem0. Ids not in this memory are ignored and not reported.

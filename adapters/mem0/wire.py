@@ -258,6 +258,11 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+def _may_have_arrived(exc: httpx.HTTPError) -> bool:
+    """Whether a request that failed this way may have reached mem0: not when no connection was made."""
+    return not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+
+
 class Wire:
     """Sends one dialect's calls through the injected client and maps every failure at this boundary."""
 
@@ -300,11 +305,14 @@ class Wire:
             )
         except httpx.TimeoutException as exc:
             log.warning("mem0 %s timed out after %.1fs", what, self._timeout)
-            raise ProviderTimeout(f"mem0 did not answer {what} within {self._timeout}s") from exc
+            raise ProviderTimeout(
+                f"mem0 did not answer {what} within {self._timeout}s", maybe_applied=_may_have_arrived(exc)
+            ) from exc
         except httpx.HTTPError as exc:
             log.warning("mem0 %s failed: %s", what, type(exc).__name__)
             raise ProviderUnavailable(
-                f"mem0 could not be reached for {what}: {type(exc).__name__}: {self._scrub(str(exc))}"
+                f"mem0 could not be reached for {what}: {type(exc).__name__}: {self._scrub(str(exc))}",
+                maybe_applied=_may_have_arrived(exc),
             ) from exc
         status = response.status_code
         log.debug("mem0 %s -> %d in %.0f ms", what, status, (time.perf_counter() - started) * 1000)

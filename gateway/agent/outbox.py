@@ -10,17 +10,23 @@ thing after a restart included.
 Exactly once, as far as the provider lets us see. A row is claimed (attempts + 1 and a lease,
 committed) before each send, so a second sender skips it. A send can still succeed at the provider
 and be lost before the row is marked delivered (a timeout whose request did land, a crash). So every
-episode carries its outbox id in `attributes["x.memfed.outbox_id"]`, and a row sent before (attempts
-already above zero at the claim) is first looked for at the provider by that id; it is sent again
-only if it is not there. The look-up recalls with a filter on that attribute, which every adapter
-memfed ships answers (natively or by scanning the memory). The bound that remains: a provider whose
-writes become visible to reads only later (eventual consistency) can, if the earlier send landed
-but is not yet visible, receive the episode twice; a crash exactly between the provider's answer
-and our commit, on such a provider, is the only way in.
+episode is written with its outbox id as its write id (gateway/federation/writes.py), and also carries it in
+`attributes["x.memfed.outbox_id"]`; a row that may have been sent before (attempts already above zero
+at the claim) is first looked for at the provider by that id (`find_write`, or for a provider without
+it a recall filtered on the attribute); it is sent again only if it is not there. A send whose outcome
+is unknown (it may have reached the provider) is not tried again before the provider's `write_settle`
+has passed, even by the first pass after a restart: a vendor that applies a request after memfed gave
+up on it has that long to show it. The bound that remains: a write the vendor applies (or makes
+visible to reads) later than that can arrive twice.
+
+`attempts` counts the sends that may have reached the provider: one that never left (a refused
+connection, a breaker at rest, a 429) is given back. A row whose sends keep reaching the provider and
+failing (a 5xx, a timeout, an adapter that cannot carry the episode) ends `failed` with its reason
+after MAX_ATTEMPTS, so the memory's later episodes are no longer held behind it.
 
 A delivered row keeps the record id and drops the episode's content (an erase at the provider must
 not leave a copy here). A row the provider refused outright (rejected, unsupported) or whose memory
-was deleted is `failed` and never retried; its job says so. A provider that never comes back keeps
+was deleted is `failed` and never retried; its job says so. A provider that cannot be reached keeps
 its memory's rows pending, in order, for as long as it is configured.
 """
 
@@ -42,6 +48,7 @@ from sqlalchemy import func, insert, select, update
 
 from adapters.base import (
     Condition,
+    FindsWrites,
     NewRecord,
     Part,
     ProviderError,
@@ -56,6 +63,7 @@ from adapters.base import (
     part_from_json,
     part_to_json,
 )
+from gateway.federation.writes import maybe_applied
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
 
@@ -67,6 +75,7 @@ BACKOFF_FIRST = 1.0  # seconds before the first retry; doubled per attempt
 BACKOFF_CAP = 300.0
 POLL = 5.0  # the worker looks at least this often (rows written by another process, schedules)
 BATCH = 100
+MAX_ATTEMPTS = 8  # sends that reached the provider and failed, before a row is given up as failed
 
 
 def now_ms() -> int:
@@ -115,6 +124,7 @@ def decode(payload: str, outbox_id: str) -> NewRecord:
         written_at=datetime.fromisoformat(data["written_at"]),
         title=data.get("title"),
         attributes={**data.get("attributes", {}), OUTBOX_ATTRIBUTE: outbox_id},
+        write_id=outbox_id,
     )
 
 
@@ -130,8 +140,13 @@ class Enqueued:
     claimed: bool
 
 
+def job_id_for(write_id: str) -> str:
+    """The job of an observe whose write is `write_id`: a repeat of the request finds the job it made."""
+    return "hjob_" + write_id.split("_", 1)[-1]
+
+
 async def enqueue(services: Any, memory_id: str, provider: str, episodes: Sequence[Episode],
-                  created_by: str) -> Enqueued:
+                  created_by: str, job_id: str | None = None) -> Enqueued:
     """Commit a job and one outbox row per episode, in one transaction.
 
     When no earlier episode of this memory is still pending, the rows are committed already claimed
@@ -139,7 +154,7 @@ async def enqueue(services: Any, memory_id: str, provider: str, episodes: Sequen
     one is, they are left to the worker, behind it, so a memory's episodes arrive in order. Both
     decisions ride in the one transaction: each commit of the state store is an fsync."""
     stamp = now_ms()
-    job_id = new_id("job")
+    job_id = job_id or new_id("job")
     o = h.observe_outbox
     async with services.store.engine.begin() as conn:
         waiting = await conn.execute(select(o.c.id).where(o.c.memory_id == memory_id, o.c.status == "pending")
@@ -191,8 +206,13 @@ def _lease_ms(services: Any, provider: str) -> int:
     handle = services.providers.get(provider)
     seconds = handle.config.timeout if handle is not None else 2.0
     # One send is at most a dedupe read (two tries) and a write (one), each bounded by the timeout:
-    # a lease of four timeouts, and never under 30 s, outlasts it.
-    return int(max(30.0, 4 * seconds) * 1000)
+    # a lease of four timeouts, and never under the configured claim lease, outlasts it. A sender that
+    # died mid-send may have reached the provider at its lease's end: the write then has its settle time.
+    return int((max(services.config.write_lease_seconds, 4 * seconds) + _settle(handle)) * 1000)
+
+
+def _settle(handle: Any) -> float:
+    return handle.config.settle_seconds() if handle is not None else 0.0
 
 
 async def _claim(services: Any, row_id: str, provider: str) -> Any:
@@ -221,7 +241,11 @@ def _backoff(attempts: int, error: ProviderError) -> float:
 
 
 async def _already_there(handle: Any, memory_id: str, outbox_id: str) -> Record | None:
-    """The episode an earlier send of this row left at the provider, if any."""
+    """The episode an earlier send of this row left at the provider, if any: by its write id, or where the
+    provider cannot find writes, by a recall on its outbox attribute."""
+    if isinstance(handle.provider, FindsWrites):
+        found: Record | None = await handle.call(lambda p: p.find_write(memory_id, outbox_id), read=True)
+        return found
     query = RecallQuery(filters=(Condition(f"attributes.{OUTBOX_ATTRIBUTE}", "eq", outbox_id),),
                         types=(EPISODE,), include="all", limit=1)
     answer = await handle.call(lambda p: p.recall([memory_id], query), read=True)
@@ -242,8 +266,13 @@ async def send(services: Any, row_id: str, provider: str, *, row: Any = None) ->
     handle = services.providers.get(node.provider)
     try:
         if handle is None:
-            raise ProviderUnavailable(f"provider {node.provider} is not connected")
+            raise ProviderUnavailable(f"provider {node.provider} is not connected", maybe_applied=False)
         found = await _already_there(handle, node.id, row.id) if row.attempts > 1 else None
+    except (ProviderUnavailable, ProviderTimeout) as exc:  # the look-up sent nothing: no attempt is used up
+        return await _again(services, row, node.provider, exc, reached=False)
+    except Exception as exc:  # a look-up refused every time must not hold the row (and its memory) for ever
+        return await _again(services, row, node.provider, exc, reached=True)
+    try:
         if found is None:
             new = decode(row.payload, row.id)
             found = await handle.call(lambda p: p.remember(node.id, new), read=False)
@@ -251,18 +280,41 @@ async def send(services: Any, row_id: str, provider: str, *, row: Any = None) ->
         await _finish(services, row, status="failed", last_error=str(exc) or exc.reason, lease_until=0)
         return Outcome("failed", error=exc)
     except Exception as exc:  # any other failure may pass: the row is kept and retried
-        error = exc if isinstance(exc, ProviderError) else ProviderUnavailable(type(exc).__name__)
-        if not isinstance(exc, ProviderUnavailable | ProviderTimeout):
-            log.warning("sending outbox row %s to %s failed unexpectedly: %r", row.id, node.provider, exc)
-        delay = _backoff(row.attempts, error)
-        await _finish(services, row, last_error=f"{error.reason}: {error}"[:500], lease_until=0,
-                      next_attempt_at=now_ms() + int(delay * 1000))
-        return Outcome("retry", error=error)
+        return await _again(services, row, node.provider, exc, reached=maybe_applied(exc), settle=_settle(handle))
     # The episode now lives at the provider; its copy here is dropped so that an erase there is not
     # undone by a payload kept here.
     await _finish(services, row, status="delivered", record_id=found.id, delivered_at=now_ms(), lease_until=0,
                   last_error="", payload="")
     return Outcome("delivered", record=found)
+
+
+async def _again(services: Any, row: Any, provider: str, exc: Exception, *, reached: bool,
+                 settle: float = 0.0) -> Outcome:
+    """Keep the row for a later attempt after this one failed, or give it up after MAX_ATTEMPTS sends that
+    reached the provider. `reached`: the send may have arrived (and may still be applied)."""
+    error = exc if isinstance(exc, ProviderError) else ProviderUnavailable(type(exc).__name__)
+    if not isinstance(exc, ProviderUnavailable | ProviderTimeout):
+        log.warning("sending outbox row %s to %s failed unexpectedly: %r", row.id, provider, exc)
+    reason = f"{error.reason}: {error}"[:400]
+    stamp = now_ms()
+    if not reached:
+        attempts = max(0, row.attempts - 1)  # what never left is no attempt
+        # Backed off by the row's age, as attempts no longer count: a provider away for an hour is asked
+        # every BACKOFF_CAP, one away for a second again soon.
+        delay = _backoff(0, error) if isinstance(error, ProviderRateLimited) and error.retry_after else min(
+            BACKOFF_CAP, max(BACKOFF_FIRST, (stamp - row.created_at) / 2000))
+        await _finish(services, row, attempts=attempts, last_error=reason, lease_until=0,
+                      next_attempt_at=stamp + int(delay * 1000))
+        return Outcome("retry", error=error)
+    if row.attempts >= MAX_ATTEMPTS:
+        await _finish(services, row, status="failed", lease_until=0,
+                      last_error=f"given up after {row.attempts} attempts that reached the provider: {reason}")
+        return Outcome("failed", error=error)
+    # The write may still land: no sender, the first pass after a restart included, tries before it settled.
+    delay = max(_backoff(row.attempts, error), settle)
+    await _finish(services, row, last_error=reason, lease_until=stamp + int(settle * 1000),
+                  next_attempt_at=stamp + int(delay * 1000))
+    return Outcome("retry", error=error)
 
 
 async def deliver_due(services: Any, *, ignore_schedule: bool = False) -> int:

@@ -35,31 +35,35 @@ async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], 
     handle = handle_for(services, node)
     try:
         return await handle.call(fn, read=read)
-    except RecordNotFound:
-        raise record_not_found() from None
-    except Unsupported as exc:
-        raise unsupported(str(exc) or "The memory's provider does not support this operation.") from None
-    except ProviderRateLimited as exc:
-        headers = {"Retry-After": str(int(exc.retry_after))} if exc.retry_after else None
+    except Exception as exc:
+        raise provider_failure(node, exc) from None
+
+
+def provider_failure(node: MemoryNode, exc: Exception) -> ApiError:
+    """The chapter's error for what a provider call raised."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, RecordNotFound):
+        return record_not_found()
+    if isinstance(exc, Unsupported):
+        return unsupported(str(exc) or "The memory's provider does not support this operation.")
+    if isinstance(exc, ProviderRateLimited):
         error = unavailable(node.provider, "rate_limited")
-        error.headers = headers or {}
-        raise error from None
-    except ProviderTimeout:
-        raise unavailable(node.provider, "timeout") from None
-    except ProviderRejected as exc:
+        error.headers = {"Retry-After": str(int(exc.retry_after))} if exc.retry_after else {}
+        return error
+    if isinstance(exc, ProviderTimeout):
+        return unavailable(node.provider, "timeout")
+    if isinstance(exc, ProviderRejected):
         # What a provider refuses as invalid is, as far as the gateway can tell, the request's doing
         # (a cursor it did not issue, a value it cannot hold): the caller can correct it.
-        raise ApiError(422, "memory_invalid", f"The memory's provider refused the request: {exc}",
-                       detail={"provider": node.provider, "reason": "rejected"}) from None
-    except ProviderError as exc:
-        raise unavailable(node.provider, exc.reason) from None
-    except ApiError:
-        raise
-    except Exception:
-        # An adapter bug must not become a 500 with a stack trace; it is logged and answered as a
-        # provider failure.
-        log.exception("provider %s raised unexpectedly", node.provider)
-        raise unavailable(node.provider, "adapter_error") from None
+        return ApiError(422, "memory_invalid", f"The memory's provider refused the request: {exc}",
+                        detail={"provider": node.provider, "reason": "rejected"})
+    if isinstance(exc, ProviderError):
+        return unavailable(node.provider, exc.reason)
+    # An adapter bug must not become a 500 with a stack trace; it is logged and answered as a
+    # provider failure.
+    log.error("provider %s raised unexpectedly", node.provider, exc_info=exc)
+    return unavailable(node.provider, "adapter_error")
 
 
 async def resolve_record_id(services: Any, memory_id: str, record_id: str) -> str | None:

@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from gateway.answers import JSONAnswer
 from gateway.errors import ApiError
+from gateway.federation.writes import WriteIntent
 from gateway.identity.auth import Principal, authenticate
 from gateway.ids import new_id
 from gateway.telemetry import annotate
@@ -49,6 +50,9 @@ class Call:
     after_answer: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # The x-request-id the client sent, kept beside the gateway's own `request_id` (the audit id) and echoed.
     client_request_id: str | None = None
+    # The write this request makes at a provider: set by its Idempotency-Key's claim (gateway/api/idempotency.py)
+    # or, without a key, when a handler first asks for it (gateway/api/_writes.py).
+    write: WriteIntent | None = None
 
     def audit(self, operation: str, memory_id: str | None, privilege: str | None, allowed: bool,
               reason: str) -> None:

@@ -23,6 +23,7 @@ from gateway.agent import prime as priming
 from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api._writes import write_intent
 from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
@@ -143,8 +144,16 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
     and answer 201 with the records, or 202 with the job that will carry them."""
     services = call.services
     deferred = _deferred(services, node)
-    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.principal.principal)
-    job_id = queued.job_id
+    intent = write_intent(call)
+    job_id = outbox.job_id_for(intent.write_id)
+    if intent.retry is not None:
+        # A repeat of an observe whose first run ended without a kept answer: its job, if it was
+        # committed, carries the episodes already, and the outbox delivers them once.
+        earlier = await outbox.job_row(services, job_id)
+        if earlier is not None:
+            return await _observed_before(call, node, earlier, deferred, extra)
+    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.principal.principal,
+                                  job_id=job_id)
     written: list[Record] = []
     stopped: outbox.Outcome | None = None if queued.claimed else outbox.Outcome("retry")
     for index, row in enumerate(queued.rows if queued.claimed else ()):
@@ -165,6 +174,30 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
         return JSONAnswer(body, status_code=201)
     job = await outbox.job_row(services, job_id)
     body.update(records=[], job={"id": job_id, "status": job.status if job is not None else "pending"})
+    return JSONAnswer(body, status_code=202)
+
+
+async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: bool,
+                           extra: dict[str, Any] | None) -> JSONResponse:
+    """The answer to a repeated observe from the job its first run committed: 201 with the records once
+    they are all delivered, else 202 with the job (the worker is woken for what is still pending)."""
+    services = call.services
+    body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
+    if job.status == "completed" and not deferred:
+        tree, principals = services.store.tree, call.principal.principals
+
+        def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
+            return lambda p: p.get(node.id, record_id)
+
+        try:
+            written = [await on_provider(services, node, read(rid), read=True) for rid in json.loads(job.record_ids)]
+        except ApiError:
+            written = None  # the provider is away or the records were erased since: the job says what was done
+        if written is not None:
+            body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
+            return JSONAnswer(body, status_code=201)
+    outbox.wake(services)
+    body.update(records=[], job={"id": job.id, "status": job.status})
     return JSONAnswer(body, status_code=202)
 
 

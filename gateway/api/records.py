@@ -16,6 +16,7 @@ from starlette.responses import Response
 from adapters.base import FileRef, NewRecord, Part, Provider, Record, Reference, Revision, Writer
 from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references
@@ -72,9 +73,10 @@ async def remember(call: Call) -> dict[str, Any]:
         type=body.type, content=await parts_from(call, node, body.content), written_by=writer_for(call),
         written_at=now(), title=body.title, attributes=body.attributes or {}, references=tuple(references),
         valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
+        write_id=write_intent(call).write_id,
     )
     record = await call.services.files.naming(
-        node.id, new.content, lambda: on_provider(call.services, node, lambda p: p.remember(node.id, new), read=False))
+        node.id, new.content, lambda: write_record(call, node, lambda p: p.remember(node.id, new)))
     call.services.written(node.id)
     return render(call, record, node)
 
@@ -133,10 +135,10 @@ async def revise(call: Call) -> dict[str, Any]:
         content=await parts_from(call, node, body.content) if "content" in given else None,
         attributes=body.attributes if "attributes" in given else None, references=references,
         valid_from=body.time.valid_from if body.time else None, valid_to=body.time.valid_to if body.time else None,
-        clear=frozenset(cleared),
+        clear=frozenset(cleared), write_id=write_intent(call).write_id,
     )
-    record = await call.services.files.naming(node.id, revision.content or (), lambda: on_provider(
-        call.services, node, lambda p: p.revise(node.id, current.id, revision), read=False))
+    record = await call.services.files.naming(node.id, revision.content or (), lambda: write_record(
+        call, node, lambda p: p.revise(node.id, current.id, revision), record_id=current.id))
     return render(call, record, node)
 
 
@@ -147,8 +149,9 @@ async def forget(call: Call) -> dict[str, Any]:
     if current.follows is not None:
         raise unsupported(f"This record follows {current.follows.kind} {current.follows.name!r}; it leaves "
                           "the memory when it leaves its source.")
-    record = await on_provider(call.services, node,
-                               lambda p: p.forget(node.id, current.id, writer_for(call), now()), read=False)
+    write_id, writer, at = write_intent(call).write_id, writer_for(call), now()
+    record = await write_record(call, node, lambda p: p.forget(node.id, current.id, writer, at, write_id=write_id),
+                                record_id=current.id)
     call.services.written(node.id)
     return render(call, record, node)
 
@@ -175,7 +178,7 @@ async def erase(call: Call) -> dict[str, Any]:
                 raise
             versions = []
         file_ids.update(p.file.id for v in versions for p in v.content if p.file is not None)
-    erasure = await on_provider(services, node, lambda p: p.erase(node.id, current_ids), read=False)
+    erasure = await erase_on_provider(call, node, current_ids, file_ids)
     services.written(node.id)
     await services.files.release(node.id, erasure.erased, file_ids)  # bytes no record anywhere names any more
     asked = dict(zip(current_ids, body.record_ids, strict=True))  # answer in the ids the caller gave

@@ -36,6 +36,7 @@ T = TypeVar("T")
 
 class CircuitOpen(ProviderUnavailable):
     reason = "circuit_open"
+    maybe_applied = False  # the call was never made
 
 
 @dataclass

@@ -105,14 +105,25 @@ snapshots = Table(
     UniqueConstraint("memory_id", "name"),
 )
 
-idempotency = Table(
-    "idempotency",
+# One row per (principal, Idempotency-Key), claimed before the request's work runs, so a repeat on any
+# gateway sharing this database sees it (gateway/api/idempotency.py). `state`: `running` (held by `owner`
+# until `lease_until`, renewed while it runs), `done` (the answer in status and body, replayed), `failed`
+# (a 5xx after which nothing was written: a repeat runs again), `unknown` (a write may have reached the
+# provider: a repeat first looks for `write_id` there; `unknown_since` is when it may last have been sent).
+# It replaces the table `idempotency` of earlier versions, which only held answers and is no longer read.
+idempotency_keys = Table(
+    "idempotency_keys",
     metadata,
     Column("principal", String(200), primary_key=True),
     Column("key", String(300), primary_key=True),
     Column("fingerprint", String(64), nullable=False),
-    Column("status", Integer, nullable=False),
-    Column("body", Text, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("write_id", String(64), nullable=False),
+    Column("owner", String(64), nullable=False),
+    Column("lease_until", BigInteger, nullable=False),
+    Column("unknown_since", BigInteger, nullable=True),
+    Column("status", Integer, nullable=True),
+    Column("body", Text, nullable=True),
     Column("created_at", BigInteger, nullable=False),
 )
 

@@ -12,11 +12,17 @@ outlive a delete, the default search threshold hides weak matches.
 which memory should rank first.
 
 Tests make it fail on purpose with `fail(...)`: a 500, a timeout, a refused connection, a body that is
-not JSON, a 429 with Retry-After.
+not JSON, a 429 with Retry-After. Some failures keep the write although the client never learns it, as a
+real server does once a request has reached it: `applied_timeout` (the answer is lost on the way back),
+`applied_502` (the server stored the change and still answered 502, as the OSS server was seen to do),
+`applied_drop` (the connection drops after the write), `late` (the client times out at once and the write
+lands only when the test calls `land()`), and `hold` (the write is applied and the answer withheld until
+`release()`, so a test can kill the client mid-call).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -31,7 +37,11 @@ from urllib.parse import urlencode
 import httpx
 
 Variant = Literal["platform", "oss"]
-FailMode = Literal["500", "timeout", "connect", "garbage", "429"]
+FailMode = Literal[
+    "500", "timeout", "connect", "garbage", "429", "applied_timeout", "applied_502", "applied_drop", "late", "hold"
+]
+# Failures that happen after the fake has done what the request asked.
+_AFTER_APPLYING = ("applied_timeout", "applied_502", "applied_drop", "hold")
 
 PLATFORM_URL = "https://api.mem0.ai"
 OSS_URL = "http://mem0.test:8888"
@@ -68,6 +78,8 @@ class FakeMem0:
         self.keep_history_after_delete = True
         self._rng = random.Random(seed)
         self._now = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
+        self.parked: list[httpx.Request] = []  # `late` requests the client gave up on, not applied yet
+        self._released: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ test controls
 
@@ -88,6 +100,22 @@ class FakeMem0:
     ) -> None:
         """The next `times` requests (that `when` accepts) fail this way instead of being answered."""
         self._failures.append(_Failure(mode, times, retry_after, when or (lambda _r: True)))
+
+    def land(self) -> int:
+        """Apply the `late` requests now, long after their client gave up; returns how many."""
+        parked, self.parked = self.parked, []
+        for request in parked:
+            self._respond(request)
+        return len(parked)
+
+    def release(self) -> None:
+        """Let the answers withheld by `hold` go out."""
+        self._hold_event().set()
+
+    def _hold_event(self) -> asyncio.Event:
+        if self._released is None:
+            self._released = asyncio.Event()
+        return self._released
 
     def entity_of(self, vendor_id: str) -> str | None:
         memory = self.memories.get(vendor_id)
@@ -115,12 +143,24 @@ class FakeMem0:
     def _new_id(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
-    def handle(self, request: httpx.Request) -> httpx.Response:
+    def handle(self, request: httpx.Request) -> Any:
+        """The answer to one request: a response, or (`hold`) a coroutine that gives it later."""
         self.requests.append(request)
         for failure in self._failures:
             if failure.times > 0 and failure.when(request):
                 failure.times -= 1
+                if failure.mode in _AFTER_APPLYING:
+                    applied = self._respond(request)
+                    if failure.mode == "hold":
+                        return self._withheld(applied)
                 return self._failed(failure, request)
+        return self._respond(request)
+
+    async def _withheld(self, response: httpx.Response) -> httpx.Response:
+        await self._hold_event().wait()
+        return response
+
+    def _respond(self, request: httpx.Request) -> httpx.Response:
         if not self._authorized(request):
             detail = "Invalid API key" if self.variant == "platform" else "Authentication required."
             return _answer(401, {"detail": detail})
@@ -133,8 +173,17 @@ class FakeMem0:
         return self._oss(request, body)
 
     def _failed(self, failure: _Failure, request: httpx.Request) -> httpx.Response:
-        if failure.mode == "timeout":
+        if failure.mode in ("timeout", "applied_timeout"):
             raise httpx.ReadTimeout("timed out", request=request)
+        if failure.mode == "late":
+            self.parked.append(request)
+            raise httpx.ReadTimeout("timed out", request=request)
+        if failure.mode == "applied_drop":
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        if failure.mode == "applied_502":
+            # The OSS server's own failure shape (shared/vendors/mem0.md).
+            return _answer(502, {"detail": "RuntimeError: IndexFlat::reconstruct: key < ntotal",
+                                 "code": "provider_unavailable", "request_id": self._new_id()})
         if failure.mode == "connect":
             raise httpx.ConnectError("connection refused", request=request)
         if failure.mode == "garbage":

@@ -56,3 +56,19 @@ def test_serve_with_a_bad_config_says_why_and_exits_2(tmp_path: Path, capsys: py
     bad.write_text("[providers.x]\nadapter = 'mem0'\napi_key = 'oops'\n")
     assert main(["serve", "--config", str(bad), "--data-dir", str(tmp_path / "d")]) == 2
     assert "api_key_env" in capsys.readouterr().err
+
+
+def test_write_settle_and_the_claim_lease_are_read_and_checked() -> None:
+    """`write_settle` is per provider (defaults: 30 s, 0 for the embedded provider); `[idempotency]
+    lease_seconds` is global; a negative or non-number setting is refused, naming the key."""
+    config = from_mapping({"idempotency": {"lease_seconds": 4},
+                           "providers": {"m0": {"adapter": "mem0", "variant": "oss", "write_settle": 2.5}}})
+    assert config.write_lease_seconds == 4.0
+    assert config.providers["m0"].settle_seconds() == 2.5
+    assert config.providers["local"].settle_seconds() == 0.0
+    assert from_mapping({"providers": {"m0": {"adapter": "mem0"}}}).providers["m0"].settle_seconds() == 30.0
+    assert "write_settle" not in config.providers["m0"].options
+    with pytest.raises(ConfigError, match=r"providers\.m0\.write_settle"):
+        from_mapping({"providers": {"m0": {"adapter": "mem0", "write_settle": -1}}})
+    with pytest.raises(ConfigError, match="lease_seconds"):
+        from_mapping({"idempotency": {"lease_seconds": "soon"}})
