@@ -19,11 +19,14 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from adapters.errors import (
+    ErasureIncomplete,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
     ProviderTimeout,
+    ProviderUnauthorized,
     ProviderUnavailable,
+    RecordLimit,
     RecordNotFound,
     Unsupported,
 )
@@ -50,12 +53,12 @@ from adapters.record_values import (
 )
 
 __all__ = [  # the contract, wherever each piece is written
-    "CORE_TYPES", "FILTER_OPS", "SIGNALS", "Capabilities", "Condition", "Erasure", "FileRef", "FilterOp",
-    "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError", "ProviderRateLimited",
-    "ProviderRejected", "ProviderTimeout", "ProviderUnavailable", "RecallAnswer", "RecallQuery", "Record",
-    "RecordNotFound", "RecordStatus", "RecordTime", "Reference", "Revision", "Signal", "Support", "Unsupported",
-    "Writer", "decode_cursor", "encode_cursor", "instant", "part_from_json", "part_to_json", "utc",
-    "writer_to_json",
+    "CORE_TYPES", "FILTER_OPS", "SIGNALS", "Capabilities", "Condition", "Erasure", "ErasureIncomplete", "FileRef",
+    "FilterOp", "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError",
+    "ProviderRateLimited", "ProviderRejected", "ProviderTimeout", "ProviderUnauthorized", "ProviderUnavailable",
+    "RecallAnswer", "RecallQuery", "Record", "RecordLimit", "RecordNotFound", "RecordStatus", "RecordTime",
+    "Reference", "Revision", "Signal", "Support", "Unsupported", "Writer", "decode_cursor", "encode_cursor",
+    "instant", "part_from_json", "part_to_json", "utc", "writer_to_json",
 ]  # fmt: skip
 
 Include = Literal["active", "all"]
@@ -157,6 +160,9 @@ class Capabilities:
     bytes: Literal["kept", "referenced"] = "referenced"
     describes: tuple[str, ...] = ()
     searches_many_memories: bool = True
+    # The most records one memory can hold and still be listed whole (None: no such limit). A write that
+    # would pass it is refused with `RecordLimit`.
+    records_per_memory: int | None = None
 
     def document(self, provider_id: str) -> dict[str, Any]:
         """The §10.2 JSON shape, with memfed's additions under `x.memfed`."""
@@ -185,7 +191,11 @@ class Capabilities:
             "types": self.types,
             "graph": {"entities": self.graph_entities},
             "content": {"media": list(self.media), "bytes": self.bytes, "describes": list(self.describes)},
-            "x.memfed": {"as_of": self.as_of, "searches_many_memories": self.searches_many_memories},
+            "x.memfed": {
+                "as_of": self.as_of,
+                "searches_many_memories": self.searches_many_memories,
+                "records_per_memory": self.records_per_memory,
+            },
         }
 
 

@@ -35,6 +35,35 @@ class ProviderRateLimited(ProviderUnavailable):
         self.retry_after = retry_after
 
 
+class ProviderUnauthorized(ProviderUnavailable):
+    """The vendor refused memfed's own credential (401/403): memfed's configuration is wrong, not the
+    request. Unavailable, so it degrades a recall, answers 503 elsewhere, keeps outbox rows for retry and
+    counts towards the breaker."""
+
+    reason = "unauthorized"
+
+
+class ErasureIncomplete(ProviderUnavailable):
+    """An erase that removed some records and failed on others. Every id asked is in exactly one of
+    `erased` (gone; those of them whose copies remain are also in `unreachable`) or `remaining` (not
+    known to be gone: erase them again), so the caller learns what was done even though it failed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        erased: tuple[str, ...],
+        unreachable: tuple[str, ...],
+        remaining: tuple[str, ...],
+        reason: str = "unavailable",
+    ) -> None:
+        super().__init__(message)
+        self.erased = erased
+        self.unreachable = unreachable
+        self.remaining = remaining
+        self.reason = reason  # why the remaining ones failed (timeout, unauthorized, ...)
+
+
 class ProviderRejected(ProviderError):
     """The vendor refused the request as invalid (a 4xx that is not ours to retry)."""
 
@@ -45,6 +74,13 @@ class Unsupported(ProviderError):
     """The provider cannot do this operation at all (the gateway answers `memory_unsupported`)."""
 
     reason = "unsupported"
+
+
+class RecordLimit(Unsupported):
+    """The memory holds as many records as the provider can list, so one more could never be read back,
+    exported or moved: the write is refused, and a memory already past the limit says so on every read."""
+
+    reason = "record_limit"
 
 
 class RecordNotFound(Exception):
