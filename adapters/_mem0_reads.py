@@ -108,12 +108,37 @@ class Mem0Reads(Mem0Recall):
         return Page(items=tuple(page), next=following)
 
     async def count(self, memory_ids: Sequence[str]) -> Mapping[str, int]:
+        """Active records per memory. Where mem0 lists several entities in one filter (the Platform),
+        the memories of up to `PLATFORM_OR_CHUNK` memories come in one run of pages, not one each."""
         unique = list(dict.fromkeys(memory_ids))
+        if self._wire.dialect.searches_many_memories and len(unique) > 1:
+            groups = [unique[i : i + PLATFORM_OR_CHUNK] for i in range(0, len(unique), PLATFORM_OR_CHUNK)]
+            return {m: n for counted in await bounded(self._count_together, groups) for m, n in counted.items()}
         listings = await bounded(self._all, unique)
         return {
             m: sum(1 for s in listing if s.current.status == "active")
             for m, listing in zip(unique, listings, strict=True)
         }
+
+    async def _count_together(self, memory_ids: builtins.list[str]) -> dict[str, int]:
+        by_entity = {self._entity(m): m for m in memory_ids}
+        counts = dict.fromkeys(memory_ids, 0)
+        seen: set[str] = set()  # a record that moves between two pages while they are read counts once
+        for page in range(1, PLATFORM_MAX_PAGES + 1):
+            body = await self._wire.send(self._wire.dialect.list_many_page(list(by_entity), page))
+            try:
+                items, more = self._wire.dialect.page_items(body)
+            except ValueError as exc:
+                raise ProviderUnavailable("mem0 answered a listing in a shape memfed cannot read") from exc
+            for item in items:
+                memory_id = by_entity.get(str(item.get("user_id")))
+                stored = self._stored(item, memory_id) if memory_id else None
+                if stored is not None and stored.current.id not in seen:
+                    seen.add(stored.current.id)
+                    counts[stored.current.memory_id] += stored.current.status == "active"
+            if not more:
+                return counts
+        raise ProviderUnavailable("mem0 kept offering another page of the listing")
 
 
 # --------------------------------------------------------------------------- helpers

@@ -133,8 +133,16 @@ class Dialect:
     def list_page(self, entity: str, page: int) -> Call:
         raise NotImplementedError
 
+    def list_many_page(self, entities: Sequence[str], page: int) -> Call:
+        """One page of the memories of several entities at once (where `searches_many_memories`)."""
+        raise NotImplementedError
+
     def entities(self) -> Call:
         """Every entity the server holds memories of, each with how many (OSS only)."""
+        raise NotImplementedError
+
+    def ping(self, entity: str) -> Call:
+        """The cheapest call that proves the server answers and takes memfed's key."""
         raise NotImplementedError
 
     def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
@@ -194,12 +202,23 @@ class PlatformDialect(Dialect):
         body = {"query": query, "filters": filters, "top_k": top_k, "threshold": 0}
         return Call("POST", "/v3/memories/search/", json=body)
 
+    def ping(self, entity: str) -> Call:
+        return Call("GET", "/v1/ping/")
+
     def list_page(self, entity: str, page: int) -> Call:
         return Call(
             "POST",
             "/v3/memories/",
             params={"page": page, "page_size": PLATFORM_PAGE_SIZE},
             json={"filters": {"user_id": entity}},
+        )
+
+    def list_many_page(self, entities: Sequence[str], page: int) -> Call:
+        return Call(
+            "POST",
+            "/v3/memories/",
+            params={"page": page, "page_size": PLATFORM_PAGE_SIZE},
+            json={"filters": {"OR": [{"user_id": e} for e in entities]}},
         )
 
     def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
@@ -251,6 +270,9 @@ class OssDialect(Dialect):
 
     def entities(self) -> Call:
         return Call("GET", "/entities")
+
+    def ping(self, entity: str) -> Call:
+        return Call("GET", "/memories", params={"user_id": entity, "top_k": 1})
 
     def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
         items = _results(body)

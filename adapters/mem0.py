@@ -170,6 +170,10 @@ class Mem0Provider(Mem0Reads):
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    async def probe(self) -> None:
+        """Whether mem0 answers and takes memfed's key (asked once at start; gateway/startup.py)."""
+        await self._wire.send(self._wire.dialect.ping(self._prefix + "probe"))
+
     # ------------------------------------------------------------------ identity
 
     def _entity(self, memory_id: str) -> str:

@@ -49,6 +49,7 @@ from gateway.idempotency import Idempotency
 from gateway.mcp_server import attach as attach_mcp
 from gateway.providers import Providers
 from gateway.services import Services
+from gateway.startup import preflight
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
 from gateway.telemetry import configure as configure_tracing
@@ -80,10 +81,15 @@ def endpoints() -> list[Endpoint]:
 
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
+    preflight(config)  # an unknown adapter or an unset key variable: one line, before anything is opened
     config.data_dir.mkdir(parents=True, exist_ok=True)
     configure_tracing(config.telemetry_exporter)
     store = await StateStore.open(config.database_url(), search_path=config.state_schema)
-    providers = await Providers.open(config, http_client)
+    try:
+        providers = await Providers.open(config, http_client)
+    except BaseException:
+        await store.close()  # its connection thread would keep a command from exiting after it said why
+        raise
     audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled,
                                     flush_interval=config.audit_flush_ms / 1000, batch_size=config.audit_batch_size,
                                     seal=Seal.from_env(config.audit_seal_env))

@@ -28,10 +28,14 @@ def serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.audit_seal import Seal
+    from gateway.startup import check_providers
 
     config = _config(args)
     Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # Before the server: a provider that cannot be opened stops the start with one line (exit 2); one that
+    # does not answer is warned about here, once, and the gateway starts anyway.
+    check_providers(config)
     app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.
     uvicorn.run(app, host=config.host, port=config.port, log_level="info", lifespan="on")

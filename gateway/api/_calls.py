@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from adapters.base import (
+    ErasureIncomplete,
     Provider,
     ProviderError,
     ProviderRateLimited,
@@ -51,6 +52,8 @@ async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], 
         # (a cursor it did not issue, a value it cannot hold): the caller can correct it.
         raise ApiError(422, "memory_invalid", f"The memory's provider refused the request: {exc}",
                        detail={"provider": node.provider, "reason": "rejected"}) from None
+    except ErasureIncomplete:
+        raise  # what was erased before the failure is the erase route's to report (api/records.py)
     except ProviderError as exc:
         raise unavailable(node.provider, exc.reason) from None
     except ApiError:
@@ -82,8 +85,10 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
         return await on_provider(services, node, fn(alias), read=read)
 
 
-async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None) -> dict[str, int | None]:
-    """Active records per memory (gateway.record_counts); None where the provider could not count.
-    Counts that are old are shown and asked again once `call`'s answer has left."""
+async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None,
+                        *, wait: bool = True) -> dict[str, int | None]:  # fmt: skip
+    """Active records per memory (gateway.record_counts); None where the provider could not count, or,
+    with `wait=False`, where no count is known yet. Counts that are old (or unknown, not waited for)
+    are asked once `call`'s answer has left."""
     return await services.counts.of(services.providers, nodes,
-                                    later=call.after_answer if call is not None else None)
+                                    later=call.after_answer if call is not None else None, wait=wait)

@@ -177,6 +177,21 @@ async def test_platform_searches_many_memories_in_one_call() -> None:
     assert [h.record.memory_id for h in answer.hits] == [MEM_B, MEM_A]
 
 
+async def test_platform_counts_many_memories_in_one_listing() -> None:
+    """Counting a parent's children costs one run of pages for all of them, not one listing each; a
+    forgotten record is not counted, and a memory without records counts 0."""
+    fake = FakeMem0("platform", KEY)
+    async with mem0_provider("platform", fake) as mem0:
+        await mem0.remember(MEM_A, note("one"))
+        await mem0.remember(MEM_A, note("two", minutes=1))
+        gone = await mem0.remember(MEM_B, note("forgotten", minutes=2))
+        await mem0.forget(MEM_B, gone.id, AGENT, T0 + timedelta(hours=1))
+        empty = "hmem_cccccccccccccccccccccccccccccccc"
+        fake.requests.clear()
+        assert await mem0.count([MEM_A, MEM_B, empty]) == {MEM_A: 2, MEM_B: 0, empty: 0}
+    assert [r.url.path for r in fake.requests] == ["/v3/memories/"]
+
+
 async def test_oss_searches_each_memory_and_merges_by_score() -> None:
     """OSS refuses an OR of user_ids, so each memory is one call; the hits come back as one ranking."""
     fake = FakeMem0("oss", KEY)
