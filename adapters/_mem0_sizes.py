@@ -15,6 +15,7 @@ asked for the one entity's listing instead (then the server's total stays unknow
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -33,11 +34,21 @@ class EntitySizes:
         self._total: int | None = None
         self._read_at = float("-inf")
         self._no_entities_route = False
+        self._reading: asyncio.Future[None] | None = None  # one read at a time, shared by all who need it
 
     def _stale(self) -> bool:
         return time.monotonic() - self._read_at > self._ttl
 
     async def _read(self) -> None:
+        """Read the sizes, or wait for the read already under way (a recall over many OSS memories asks
+        each memory's size at once)."""
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._read_now())
+            # Retrieved even if every caller stopped waiting, so a failed read is not logged as lost.
+            self._reading.add_done_callback(lambda f: f.cancelled() or f.exception())
+        await asyncio.shield(self._reading)
+
+    async def _read_now(self) -> None:
         body = await self._wire.send(self._wire.dialect.entities(), absent_ok=True)
         if body is ABSENT:
             log.info("this mem0 server has no /entities route; entity sizes come from listings")

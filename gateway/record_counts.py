@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
-
-from cachetools import LRUCache, TTLCache
 
 from gateway.state.tree import MemoryNode
 
@@ -34,23 +33,32 @@ EACH = 8  # memories one count call asks a provider that lists each on its own (
 
 class RecordCounts:
     def __init__(self, fresh_seconds: float = 2.0, maxsize: int = 100_000) -> None:
-        self._fresh: TTLCache[str, int] = TTLCache(maxsize=maxsize, ttl=fresh_seconds)
-        self._known: LRUCache[str, int] = LRUCache(maxsize=maxsize)  # the last count seen, however old
+        self._fresh_seconds = fresh_seconds
+        self._maxsize = maxsize
+        # memory id -> (the last count seen, when it was seen), in the order they were last seen. A plain
+        # dict, read once per memory with one clock reading per look: a recall over a root with a thousand
+        # children reads a thousand of them on the answer's path.
+        self._seen: dict[str, tuple[int, float]] = {}
         self._asked: dict[tuple[str, tuple[str, ...]], asyncio.Future[Mapping[str, int]]] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
     def written(self, memory_id: str) -> None:
         """A write through the gateway changed this memory's records: no count of it is right any more."""
-        self._fresh.pop(memory_id, None)
-        self._known.pop(memory_id, None)
+        self._seen.pop(memory_id, None)
 
     def forget_all(self) -> None:
-        self._fresh.clear()
-        self._known.clear()
+        self._seen.clear()
 
     def expire_all(self) -> None:
         """Every count becomes old (still shown, asked again): what two seconds without a look would do."""
-        self._fresh.clear()
+        self._seen = {memory_id: (n, float("-inf")) for memory_id, (n, _) in self._seen.items()}
+
+    def _keep(self, memory_id: str, count: int) -> None:
+        self._seen.pop(memory_id, None)
+        self._seen[memory_id] = (count, time.monotonic())
+        if len(self._seen) > self._maxsize:  # the ones seen longest ago go first
+            for oldest in list(self._seen)[: len(self._seen) - self._maxsize]:
+                del self._seen[oldest]
 
     async def of(self, providers: Any, nodes: Iterable[MemoryNode],
                  later: list[Callable[[], Awaitable[None]]] | None = None,
@@ -62,12 +70,12 @@ class RecordCounts:
         counts: dict[str, int | None] = {}
         wait_for: dict[str, list[str]] = {}
         refresh: dict[str, list[str]] = {}
+        old_before = time.monotonic() - self._fresh_seconds
         for node in nodes:
-            if (fresh := self._fresh.get(node.id)) is not None:
-                counts[node.id] = fresh
-            elif (known := self._known.get(node.id)) is not None:
-                counts[node.id] = known
-                refresh.setdefault(node.provider, []).append(node.id)
+            if (seen := self._seen.get(node.id)) is not None:
+                counts[node.id] = seen[0]
+                if seen[1] < old_before:
+                    refresh.setdefault(node.provider, []).append(node.id)
             elif wait:
                 wait_for.setdefault(node.provider, []).append(node.id)
             else:
@@ -111,5 +119,6 @@ class RecordCounts:
                 break  # the rest would most likely fail the same way: asked again on a later look
             for memory_id in chunk:
                 if (n := got.get(memory_id)) is not None:
-                    self._fresh[memory_id] = self._known[memory_id] = out[memory_id] = n
+                    self._keep(memory_id, n)
+                    out[memory_id] = n
         return out

@@ -59,6 +59,10 @@ async def recall(call: Call) -> dict[str, Any]:
     # The search is the answer's critical path: its calls go out first.
     searching = asyncio.create_task(
         _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body))))
+    # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
+    # work on the children below (a thousand of them on a flat tree) takes the loop.
+    for _ in range(2):
+        await asyncio.sleep(0)
     parent_node = tree.get(node.parent_id) if node.parent_id else None
     if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
         parent_node = None

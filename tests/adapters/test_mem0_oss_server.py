@@ -249,6 +249,21 @@ async def test_a_short_answer_that_is_whole_is_not_asked_again(fake: FakeMem0, m
     assert [r.url.path for r in fake.requests if r.url.path == "/search"] == ["/search"]
 
 
+async def test_recalls_over_many_memories_at_once_share_one_read_of_the_sizes(
+    fake: FakeMem0, mem0: Mem0Provider
+) -> None:
+    """Each memory's short answer needs the sizes; ten recalls at once read them once, not ten times."""
+    memories = [f"hmem_{i:032d}" for i in range(10)]
+    for memory_id in memories:
+        fake.add_raw("memfed-" + memory_id, "Acme renews in March")
+        fake.add_raw("memfed-" + memory_id, "coffee machine broken")
+    for i in range(200):
+        fake.add_raw(f"someone-else-{i}", "unrelated words only")
+    answers = await asyncio.gather(*(mem0.recall([m], RecallQuery(query="Acme renewal", limit=5)) for m in memories))
+    assert all(len(a.hits) == 1 for a in answers)
+    assert len([r for r in fake.requests if r.url.path == "/entities"]) <= 2
+
+
 async def test_query_and_filters_return_a_match_unlike_the_question(fake: FakeMem0, mem0: Mem0Provider) -> None:
     """The issue's case: a record that matches the filters but whose similarity to the question is below 0
     is still returned, after the one matching both, as on the embedded provider."""
