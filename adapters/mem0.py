@@ -22,7 +22,7 @@ What mem0 does not do, the adapter does and declares (§10.2):
   unlistable is refused and the limit is declared (`records_per_memory`).
 
 This module holds configuration, identity (which mem0 entity a memory is, which mem0 memory a record is)
-and writes; reads and recall are in `_mem0_reads`, which `Mem0Provider` inherits.
+and writes; reads and recall are in `_mem0_reads`, erase in `_mem0_erase`, which `Mem0Provider` inherits.
 """
 
 from __future__ import annotations
@@ -39,16 +39,14 @@ from typing import Any, Literal
 import httpx
 
 from adapters import _mem0_records as records
-from adapters._mem0_reads import PLATFORM_OR_CHUNK, Mem0Reads, bounded
+from adapters._mem0_erase import Mem0Erase
+from adapters._mem0_reads import PLATFORM_OR_CHUNK, Mem0Reads
 from adapters._mem0_sizes import EntitySizes
 from adapters._mem0_wire import ABSENT, DIALECTS, OSS_LIST_CAP, Secret, Wire
 from adapters.base import (
     Capabilities,
-    Erasure,
-    ErasureIncomplete,
     NewRecord,
     Part,
-    ProviderError,
     ProviderRejected,
     ProviderUnavailable,
     Record,
@@ -105,7 +103,7 @@ def _capabilities(searches_many_memories: bool, records_per_memory: int | None) 
     )
 
 
-class Mem0Provider(Mem0Reads):
+class Mem0Provider(Mem0Reads, Mem0Erase):
     """A `Provider` over one mem0 project (Platform) or server (OSS)."""
 
     def __init__(
@@ -352,64 +350,6 @@ class Mem0Provider(Mem0Reads):
         )
         await self._write(vendor_id, record_id, tombstone, (*stored.past, records.closed(cur, at=when)))
         return tombstone
-
-    async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
-        """Delete each record's memory at mem0. Ids not in this memory are ignored and not reported.
-        mem0 keeps a deleted memory's history rows (every text it had), so each erased id whose history
-        mem0 still serves is reported unreachable; it is asked, not assumed, in case that ever changes.
-
-        One failed delete does not stop the others, and a delete that failed is checked (the OSS server
-        was seen to apply a delete it answered 502): when some ids could not be erased, `ErasureIncomplete`
-        says exactly which were erased and which remain."""
-        self._entity(memory_id)  # refuses a bad memory id before any call
-        unique = list(dict.fromkeys(record_ids))
-        outcomes = await bounded(lambda rid: self._erase_one(memory_id, rid), unique)
-        erased = tuple(rid for rid, (done, _) in zip(unique, outcomes, strict=True) if done in ("gone", "kept"))
-        for _ in erased:
-            self._sizes.removed(self._entity(memory_id))
-        kept = tuple(rid for rid, (done, _) in zip(unique, outcomes, strict=True) if done == "kept")
-        failures = [(rid, error) for rid, (_, error) in zip(unique, outcomes, strict=True) if error is not None]
-        if not failures:
-            return Erasure(erased=erased, unreachable=kept)
-        if not erased:
-            raise failures[0][1]  # nothing was done: the first failure is the answer, as it was
-        raise ErasureIncomplete(
-            f"mem0 erased {len(erased)} records and failed on {len(failures)}",
-            erased=erased,
-            unreachable=kept,
-            remaining=tuple(rid for rid, _ in failures),
-            reason=failures[0][1].reason,
-        )
-
-    async def _erase_one(self, memory_id: str, record_id: str) -> tuple[str, ProviderError | None]:
-        """("gone" | "kept" | "absent" | "failed", the failure): kept is gone with its history still served."""
-        try:
-            vendor_id, _ = await self._fetch(memory_id, record_id)
-        except RecordNotFound:
-            return "absent", None
-        except ProviderError as exc:
-            return "failed", exc
-        try:
-            if await self._wire.send(self._wire.dialect.delete(vendor_id), absent_ok=True) is ABSENT:
-                return "absent", None  # deleted by someone else between the read and the delete
-        except ProviderError as exc:
-            try:
-                still = await self._wire.send(self._wire.dialect.get(vendor_id), absent_ok=True)
-            except ProviderError:
-                return "failed", exc
-            if still is not ABSENT and still is not None:
-                return "failed", exc
-            log.info("a mem0 delete answered as failed was applied")
-        return ("kept" if await self._history_kept(vendor_id) else "gone"), None
-
-    async def _history_kept(self, vendor_id: str) -> bool:
-        """Whether mem0 still serves this deleted memory's history. Not knowing counts as yes."""
-        try:
-            rows = await self._wire.send(self._wire.dialect.history(vendor_id), absent_ok=True)
-        except ProviderError as exc:
-            log.warning("could not check mem0 history after a delete: %s", type(exc).__name__)
-            return True
-        return not (rows is ABSENT or rows == [])
 
     async def drop_memory(self, memory_id: str) -> None:
         await self._wire.send(self._wire.dialect.delete_all(self._entity(memory_id)))
