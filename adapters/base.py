@@ -22,11 +22,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import httpx
 
 from adapters.errors import (
+    ErasureIncomplete,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
     ProviderTimeout,
+    ProviderUnauthorized,
     ProviderUnavailable,
+    RecordLimit,
     RecordNotFound,
     Unsupported,
 )
@@ -53,12 +56,13 @@ from adapters.records import (
 )
 
 __all__ = [  # the contract, wherever each piece is written
-    "CORE_TYPES", "FILTER_OPS", "SIGNALS", "AdapterFactory", "Capabilities", "Condition", "Erasure", "FileRef",
-    "FilterOp", "FindsWrites", "Follows", "Hit", "Include", "NewRecord", "Page", "Part", "Provider", "ProviderError",
-    "ProviderRateLimited", "ProviderRejected", "ProviderTimeout", "ProviderUnavailable", "RecallAnswer",
-    "RecallQuery", "Record", "RecordNotFound", "RecordStatus", "RecordTime", "Reference", "Revision", "Signal",
-    "Support", "Unsupported", "Writer", "decode_cursor", "encode_cursor", "instant", "part_from_json",
-    "part_to_json", "utc", "writer_to_json",
+    "CORE_TYPES", "FILTER_OPS", "SIGNALS", "AdapterFactory", "Capabilities", "Condition", "Erasure",
+    "ErasureIncomplete", "FileRef", "FilterOp", "FindsWrites", "Follows", "Hit", "Include", "NewRecord", "Page",
+    "Part", "Provider", "ProviderError", "ProviderRateLimited", "ProviderRejected", "ProviderTimeout",
+    "ProviderUnauthorized", "ProviderUnavailable", "RecallAnswer", "RecallQuery", "Record", "RecordLimit",
+    "RecordNotFound", "RecordStatus", "RecordTime", "Reference", "Revision", "Signal", "Support", "Unsupported",
+    "Writer", "decode_cursor", "encode_cursor", "instant", "part_from_json", "part_to_json", "utc",
+    "writer_to_json",
 ]  # fmt: skip
 
 Include = Literal["active", "all"]
@@ -163,6 +167,9 @@ class Capabilities:
     # Where the records live: on this server ("gateway", the embedded provider) or at a vendor. The gateway
     # warns where data leaves the server (a harness's default memory, observed turns) by this, not by name.
     data_location: Literal["gateway", "vendor"] = "vendor"
+    # The most records one memory can hold and still be listed whole (None: no such limit). A write that
+    # would pass it is refused with `RecordLimit`.
+    records_per_memory: int | None = None
 
     def document(self, provider_id: str) -> dict[str, Any]:
         """The §10.2 JSON shape, with memfed's additions under `x.memfed`."""
@@ -191,8 +198,12 @@ class Capabilities:
             "types": self.types,
             "graph": {"entities": self.graph_entities},
             "content": {"media": list(self.media), "bytes": self.bytes, "describes": list(self.describes)},
-            "x.memfed": {"as_of": self.as_of, "searches_many_memories": self.searches_many_memories,
-                         "data_location": self.data_location},
+            "x.memfed": {
+                "as_of": self.as_of,
+                "searches_many_memories": self.searches_many_memories,
+                "records_per_memory": self.records_per_memory,
+                "data_location": self.data_location,
+            },
         }
 
 

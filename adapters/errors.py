@@ -47,6 +47,36 @@ class ProviderRateLimited(ProviderUnavailable):
         self.retry_after = retry_after
 
 
+class ProviderUnauthorized(ProviderUnavailable):
+    """The vendor refused memfed's own credential (401/403): memfed's configuration is wrong, not the
+    request. Unavailable, so it degrades a recall, answers 503 elsewhere, keeps outbox rows for retry and
+    counts towards the breaker."""
+
+    reason = "unauthorized"
+    maybe_applied = False  # a vendor that refuses the credential turned the request away before doing it
+
+
+class ErasureIncomplete(ProviderUnavailable):
+    """An erase that removed some records and failed on others. Every id asked is in exactly one of
+    `erased` (gone; those of them whose copies remain are also in `unreachable`) or `remaining` (not
+    known to be gone: erase them again), so the caller learns what was done even though it failed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        erased: tuple[str, ...],
+        unreachable: tuple[str, ...],
+        remaining: tuple[str, ...],
+        reason: str = "unavailable",
+    ) -> None:
+        super().__init__(message)
+        self.erased = erased
+        self.unreachable = unreachable
+        self.remaining = remaining
+        self.reason = reason  # why the remaining ones failed (timeout, unauthorized, ...)
+
+
 class ProviderRejected(ProviderError):
     """The vendor refused the request as invalid (a 4xx that is not ours to retry)."""
 
@@ -59,6 +89,13 @@ class Unsupported(ProviderError):
 
     reason = "unsupported"
     maybe_applied = False
+
+
+class RecordLimit(Unsupported):
+    """The memory holds as many records as the provider can list, so one more could never be read back,
+    exported or moved: the write is refused, and a memory already past the limit says so on every read."""
+
+    reason = "record_limit"
 
 
 class RecordNotFound(Exception):

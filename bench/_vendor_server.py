@@ -50,7 +50,8 @@ class Vendor:
             call: dict[str, Any] = {"call": f"{request.method} {path}", "start": time.monotonic()}
             self.calls.append(call)
             url = httpx.URL(str(request.url)).copy_with(scheme="https", host="api.mem0.ai", port=None)
-            answer = self.fake.handle(httpx.Request(request.method, url, headers=request.headers.raw, content=body))
+            forwarded = httpx.Request(request.method, url, headers=request.headers.raw, content=body)
+            answer = await self.fake.respond(forwarded)
             response = Response(answer.content, status_code=answer.status_code,
                                 headers={"content-type": answer.headers.get("content-type", "application/json")})
             # The vendor answers L after the request arrived: the fake's own work is part of L, as a real

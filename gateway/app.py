@@ -48,6 +48,7 @@ from gateway.audit import AuditLog
 from gateway.audit.seal import Seal
 from gateway.config import Config
 from gateway.errors import ApiError
+from gateway.federation.preflight import preflight
 from gateway.federation.providers import Providers
 from gateway.services import Services
 from gateway.state.files import FileStore
@@ -82,12 +83,17 @@ def endpoints() -> list[Endpoint]:
 
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
+    preflight(config)  # an unknown adapter or an unset key variable: one line, before anything is opened
     private_dir(config.data_dir)
     if (url := config.database_url()).startswith("sqlite+aiosqlite:///") and ":memory:" not in url:
         private_file(Path(url[len("sqlite+aiosqlite:///") :]))  # before SQLite makes it world-readable
     configure_tracing(config.telemetry_exporter)
     store = await StateStore.open(config.database_url(), search_path=config.state_schema)
-    providers = await Providers.open(config, http_client)
+    try:
+        providers = await Providers.open(config, http_client)
+    except BaseException:
+        await store.close()  # its connection thread would keep a command from exiting after it said why
+        raise
     audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled,
                                     flush_interval=config.audit_flush_ms / 1000, batch_size=config.audit_batch_size,
                                     seal=Seal.from_env(config.audit_seal_env))

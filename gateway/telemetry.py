@@ -7,6 +7,8 @@ secret must not go.
 
 from __future__ import annotations
 
+import sys
+
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -20,7 +22,8 @@ _configured: TracerProvider | None = None
 
 
 def configure(exporter: str, extra: SpanExporter | None = None) -> TracerProvider | None:
-    """Install the SDK's tracer provider once: `console` prints spans, `none` records nothing."""
+    """Install the SDK's tracer provider once: `console` prints spans on standard error (never standard
+    output, which is a command's answer: `memfed export` writes its NDJSON there), `none` records nothing."""
     global _configured
     if _configured is None and (exporter != "none" or extra is not None):
         provider = TracerProvider(resource=Resource.create({"service.name": "memfed",
@@ -29,7 +32,7 @@ def configure(exporter: str, extra: SpanExporter | None = None) -> TracerProvide
         _configured = provider
     if _configured is not None:
         if exporter == "console":
-            _configured.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+            _configured.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         if extra is not None:
             _configured.add_span_processor(SimpleSpanProcessor(extra))
     return _configured

@@ -3,46 +3,37 @@
 
 Separate from adapters/mem0/provider.py, which holds who a memory and a record are at mem0 and how they are
 written, so that each module holds one concept. Every read here goes through that identity (`_entity`,
-`_stored`, `_fetch`) and then judges what mem0 answered with `_mem0_select`: mem0 orders no listing,
-cannot filter on memfed's fields, and ranks by meaning only. `bounded`, the limit on concurrent vendor
-calls, lives here because reads make most of them; erase uses it too.
+`_stored`, `_fetch`) and then judges what mem0 answered with `_mem0_select`: mem0 orders no listing and
+cannot filter on memfed's fields. Recall, which fuses mem0's search with those judgements, is
+`_mem0_recall`, inherited through this class.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from adapters.base import (
     Capabilities,
-    Hit,
     Include,
     Page,
     ProviderRejected,
     ProviderUnavailable,
-    RecallAnswer,
-    RecallQuery,
     Record,
-    Signal,
+    RecordLimit,
     Unsupported,
 )
 from adapters.mem0 import _records as records
 from adapters.mem0 import _select as select
-from adapters.mem0.wire import PLATFORM_MAX_PAGES, SEARCH_CAP, ListTooLong, Wire
+from adapters.mem0._recall import PLATFORM_OR_CHUNK, Mem0Recall, bounded
+from adapters.mem0.wire import OSS_LIST_CAP, PLATFORM_MAX_PAGES, ListTooLong, Wire
 
-T = TypeVar("T")
-A = TypeVar("A")
-
-# Memories one Platform search names in its OR: 500 ids is a body of about 25 KB, and a recall over a
-# thousand memories on one provider then costs two vendor calls, not ten.
-PLATFORM_OR_CHUNK = 500
-_FANOUT = 4  # concurrent vendor calls one adapter call may make (OSS search, erase, counts)
+__all__ = ["PLATFORM_OR_CHUNK", "Mem0Reads", "bounded", "too_many_to_list"]
 
 
-class Mem0Reads:
+class Mem0Reads(Mem0Recall):
     """The reads of a `Provider` over mem0, for `Mem0Provider`, which inherits them and supplies the
     wire, the declared capabilities and the identity checks named below."""
 
@@ -73,10 +64,7 @@ class Mem0Reads:
             try:
                 items, more = self._wire.dialect.page_items(body)
             except ListTooLong as exc:
-                raise ProviderRejected(
-                    "the mem0 OSS server lists at most 1000 memories of one entity and this memory holds at "
-                    "least that many; memfed will not return a listing it cannot prove complete"
-                ) from exc
+                raise too_many_to_list() from exc
             except ValueError as exc:
                 raise ProviderUnavailable("mem0 answered a listing in a shape memfed cannot read") from exc
             for item in items:
@@ -120,117 +108,49 @@ class Mem0Reads:
         return Page(items=tuple(page), next=following)
 
     async def count(self, memory_ids: Sequence[str]) -> Mapping[str, int]:
+        """Active records per memory. Where mem0 lists several entities in one filter (the Platform),
+        the memories of up to `PLATFORM_OR_CHUNK` memories come in one run of pages, not one each."""
         unique = list(dict.fromkeys(memory_ids))
+        if self._wire.dialect.searches_many_memories and len(unique) > 1:
+            groups = [unique[i : i + PLATFORM_OR_CHUNK] for i in range(0, len(unique), PLATFORM_OR_CHUNK)]
+            return {m: n for counted in await bounded(self._count_together, groups) for m, n in counted.items()}
         listings = await bounded(self._all, unique)
         return {
             m: sum(1 for s in listing if s.current.status == "active")
             for m, listing in zip(unique, listings, strict=True)
         }
 
-    # ------------------------------------------------------------------ recall
-
-    async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
-        """`query` by mem0's search; `filters` (and `types`, and leaving forgotten records out) judged
-        here on what mem0 returns. `text` is not declared: it is reported in degraded, never sent."""
-        if not query.signals():
-            raise ProviderRejected("a recall needs query, text or filters")
-        if query.limit < 1:
-            raise ProviderRejected("limit must be at least 1")
-        for condition in query.filters:
-            select.check(condition)
-        degraded = tuple(f"{s}:not_supported" for s in query.signals() if s not in self._capabilities.signals)
-        if query.as_of is not None:
-            degraded += ("as_of:not_supported",)
-        unique = list(dict.fromkeys(memory_ids))
-        if not unique or not (query.query or query.filters):
-            return RecallAnswer(hits=(), degraded=degraded)
-        hits = await (self._search(unique, query) if query.query else self._scan(unique, query))
-        return RecallAnswer(hits=tuple(hits[: query.limit]), degraded=degraded)
-
-    def _keep(self, record: Record, query: RecallQuery) -> bool:
-        return (
-            select.visible(record, query.include)
-            and (not query.types or record.type in query.types)
-            and all(select.matches(record, c) for c in query.filters)
-        )
-
-    async def _search(self, memory_ids: builtins.list[str], query: RecallQuery) -> builtins.list[Hit]:
+    async def _count_together(self, memory_ids: builtins.list[str]) -> dict[str, int]:
         by_entity = {self._entity(m): m for m in memory_ids}
-        why: tuple[Signal, ...] = ("query", "filters") if query.filters else ("query",)
-        # Forgotten records, other types and filters are judged after mem0 ranks, so mem0 is asked for
-        # more than `limit`, and asked again for more while it had more to give.
-        top_k = min(SEARCH_CAP, max(query.limit * 2, query.limit + 10))
-        while True:
-            items, exhausted = await self._vendor_search(list(by_entity), query.query or "", top_k)
-            # One ranking over all memories: mem0 scores every entity with the same embedding. Items are
-            # put in the final order first and decoded only until `limit` are kept: decoding is most of
-            # the gateway's work on an answer, and the rest could never be returned.
-            hits: dict[str, Hit] = {}
-            for item in sorted(items, key=lambda i: _rank_key(i, by_entity)):
+        counts = dict.fromkeys(memory_ids, 0)
+        seen: set[str] = set()  # a record that moves between two pages while they are read counts once
+        for page in range(1, PLATFORM_MAX_PAGES + 1):
+            body = await self._wire.send(self._wire.dialect.list_many_page(list(by_entity), page))
+            try:
+                items, more = self._wire.dialect.page_items(body)
+            except ValueError as exc:
+                raise ProviderUnavailable("mem0 answered a listing in a shape memfed cannot read") from exc
+            for item in items:
                 memory_id = by_entity.get(str(item.get("user_id")))
                 stored = self._stored(item, memory_id) if memory_id else None
-                if stored is None or not self._keep(stored.current, query):
-                    continue
-                score = item.get("score")
-                if not isinstance(score, int | float) or isinstance(score, bool):
-                    raise ProviderUnavailable("mem0 answered a search without scores")
-                hits.setdefault(stored.current.id, Hit(stored.current, float(score), why))
-                if len(hits) == query.limit:
-                    break
-            ranked = list(hits.values())
-            if len(ranked) >= query.limit or exhausted or top_k >= SEARCH_CAP:
-                return ranked
-            top_k = min(SEARCH_CAP, top_k * 4)
-
-    async def _vendor_search(
-        self, entities: builtins.list[str], text: str, top_k: int
-    ) -> tuple[builtins.list[Mapping[str, Any]], bool]:
-        """Search results over these entities, and whether mem0 had nothing more to give."""
-        dialect = self._wire.dialect
-        size = PLATFORM_OR_CHUNK if dialect.searches_many_memories else 1
-        groups = [entities[i : i + size] for i in range(0, len(entities), size)]
-
-        async def one(group: builtins.list[str]) -> builtins.list[Mapping[str, Any]]:
-            body = await self._wire.send(dialect.search(group, text, top_k))
-            try:
-                return dialect.search_items(body)
-            except ValueError as exc:
-                raise ProviderUnavailable("mem0 answered a search in a shape memfed cannot read") from exc
-
-        answers = await bounded(one, groups)
-        return [item for a in answers for item in a], all(len(a) < top_k for a in answers)
-
-    async def _scan(self, memory_ids: builtins.list[str], query: RecallQuery) -> builtins.list[Hit]:
-        """Filters alone: mem0 cannot rank without a question, so every record is read and judged here,
-        newest first (as on the local provider)."""
-        listings = await bounded(self._all, memory_ids)
-        kept = [s.current for listing in listings for s in listing if self._keep(s.current, query)]
-        kept.sort(key=select.order_key, reverse=True)
-        return [Hit(r, 1.0, ("filters",)) for r in kept]
+                if stored is not None and stored.current.id not in seen:
+                    seen.add(stored.current.id)
+                    counts[stored.current.memory_id] += stored.current.status == "active"
+            if not more:
+                return counts
+        raise ProviderUnavailable("mem0 kept offering another page of the listing")
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _rank_key(item: Mapping[str, Any], by_entity: Mapping[str, str]) -> tuple[float, str, str]:
-    """A search item's place in the answer: best score first, then memory id, then record id (a record id
-    is the vendor id behind one fixed prefix, so ordering by the one orders by the other)."""
-    score = item.get("score")
-    rank = -float(score) if isinstance(score, int | float) and not isinstance(score, bool) else float("inf")
-    return rank, by_entity.get(str(item.get("user_id")), ""), str(item.get("id"))
-
-
-async def bounded(call: Callable[[A], Awaitable[T]], items: Sequence[A]) -> list[T]:
-    """`call` on each item, at most `_FANOUT` at a time; results in order; the first failure is raised."""
-    if len(items) == 1:  # the usual case (one search, one count): no task to schedule, no turn of the loop
-        return [await call(items[0])]
-    gate = asyncio.Semaphore(_FANOUT)
-
-    async def run(item: A) -> T:
-        async with gate:
-            return await call(item)
-
-    return list(await asyncio.gather(*(run(i) for i in items)))
+def too_many_to_list() -> RecordLimit:
+    """The one answer, on every read, for a memory the OSS server cannot list whole."""
+    return RecordLimit(
+        f"the mem0 OSS server lists at most {OSS_LIST_CAP} memories of one entity and this memory holds at "
+        "least that many (written outside memfed, or before memfed refused such writes): memfed will not "
+        "return a listing it cannot prove complete. Erase records at mem0 to bring it under the limit"
+    )
 
 
 def _refuse_as_of(as_of: datetime | None) -> None:

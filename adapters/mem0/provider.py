@@ -14,11 +14,15 @@ What mem0 does not do, the adapter does and declares (§10.2):
 - mem0 keeps a memory's history rows after the memory is deleted, so erase puts every id whose history mem0
   still serves in `unreachable`.
 - mem0 searches by meaning only: `query` is native, `text` is not declared, and `filters` over type,
-  attributes and time are evaluated here on the records read back (`emulated`).
+  attributes and time are evaluated here on the records read back (`emulated`); asked together they
+  are fused as on every provider (`_mem0_recall`).
 - Neither variant can read a memory as it stood at an instant, so `as_of` is refused.
+- The OSS server breaks under concurrent changes, so every change to one server waits its turn
+  (`_mem0_turns`); it lists at most 1,000 memories of one entity, so a write that would make a memory
+  unlistable is refused and the limit is declared (`records_per_memory`).
 
 This module holds configuration, identity (which mem0 entity a memory is, which mem0 memory a record is)
-and writes; reads and recall are in `_mem0_reads`, which `Mem0Provider` inherits.
+and writes; reads and recall are in `_mem0_reads`, erase in `_mem0_erase`, which `Mem0Provider` inherits.
 """
 
 from __future__ import annotations
@@ -36,21 +40,22 @@ import httpx
 
 from adapters.base import (
     Capabilities,
-    Erasure,
     NewRecord,
     Part,
-    ProviderError,
     ProviderRejected,
     ProviderUnavailable,
     Record,
+    RecordLimit,
     RecordNotFound,
     RecordTime,
     Revision,
     Writer,
 )
 from adapters.mem0 import _records as records
-from adapters.mem0._reads import PLATFORM_OR_CHUNK, Mem0Reads, bounded
-from adapters.mem0.wire import ABSENT, DIALECTS, Secret, Wire
+from adapters.mem0._erase import Mem0Erase
+from adapters.mem0._reads import PLATFORM_OR_CHUNK, Mem0Reads
+from adapters.mem0._sizes import EntitySizes
+from adapters.mem0.wire import ABSENT, DIALECTS, OSS_LIST_CAP, Secret, Wire
 from adapters.versioning import not_before, or_keep, refuse_following, revised
 
 __all__ = ["PLATFORM_OR_CHUNK", "PLATFORM_URL", "RECORD_PREFIX", "Mem0Provider"]
@@ -65,7 +70,15 @@ _ENTITY_ID = re.compile(r"[A-Za-z0-9_.:\-]+")
 _OPTIONS = {"base_url", "variant", "entity_prefix", "timeout"}
 
 
-def _capabilities(searches_many_memories: bool) -> Capabilities:
+# An OSS listing that comes back with 1,000 memories cannot be told from a cut one, so a memory may hold
+# one fewer to stay listable whole (and so exportable and movable).
+OSS_RECORDS_PER_MEMORY = OSS_LIST_CAP - 1
+# Writes made at mem0 outside memfed are not seen between two reads of the sizes: this close to the
+# limit, the size is read again before each write.
+_NEAR_LIMIT = 50
+
+
+def _capabilities(searches_many_memories: bool, records_per_memory: int | None) -> Capabilities:
     return Capabilities(
         isolation="enforced_filter",
         derivation="none",  # every write is stored as stated (infer: false); mem0 is never asked to derive
@@ -86,10 +99,11 @@ def _capabilities(searches_many_memories: bool) -> Capabilities:
         bytes="referenced",
         describes=(),
         searches_many_memories=searches_many_memories,
+        records_per_memory=records_per_memory,
     )
 
 
-class Mem0Provider(Mem0Reads):
+class Mem0Provider(Mem0Reads, Mem0Erase):
     """A `Provider` over one mem0 project (Platform) or server (OSS)."""
 
     def __init__(
@@ -113,7 +127,9 @@ class Mem0Provider(Mem0Reads):
         self._prefix = entity_prefix
         self._entities: dict[str, str] = {}  # memory id -> entity id, checked once (a dict: read per item)
         self._wire = Wire(client, base_url=base_url, key=Secret(api_key), dialect=dialect, timeout=timeout)
-        self._capabilities = _capabilities(dialect.searches_many_memories)
+        self._sizes = EntitySizes(self._wire)
+        limit = OSS_RECORDS_PER_MEMORY if variant == "oss" else None
+        self._capabilities = _capabilities(dialect.searches_many_memories, limit)
 
     @classmethod
     async def from_config(
@@ -151,6 +167,10 @@ class Mem0Provider(Mem0Reads):
 
     def capabilities(self) -> Capabilities:
         return self._capabilities
+
+    async def probe(self) -> None:
+        """Whether mem0 answers and takes memfed's key (asked once at start; gateway/federation/preflight.py)."""
+        await self._wire.send(self._wire.dialect.ping(self._prefix + "probe"))
 
     # ------------------------------------------------------------------ identity
 
@@ -237,7 +257,7 @@ class Mem0Provider(Mem0Reads):
             write_id=record.write_id,
         )
         text, metadata = _encoded(draft)
-        body = await self._wire.send(self._wire.dialect.add(entity, text, metadata))
+        body = await self._add(entity, text, metadata)
         try:
             vendor_id = self._wire.dialect.added_id(body)
         except ValueError as exc:
@@ -246,6 +266,32 @@ class Mem0Provider(Mem0Reads):
         if self._vendor_id(record_id) is None:
             raise ProviderUnavailable("mem0 stored the record under an id that is not a UUID")
         return replace(draft, id=record_id)
+
+    async def _add(self, entity: str, text: str, metadata: Mapping[str, Any]) -> Any:
+        """Add one memory; where the server lists a bounded number per entity, only while the entity stays
+        listable whole. The size is read and the add made in one turn of the server (`_mem0_turns`), so
+        two writes racing for the last place cannot both have it."""
+        call = self._wire.dialect.add(entity, text, metadata)
+        limit = self._capabilities.records_per_memory
+        if limit is None:
+            return await self._wire.send(call)
+
+        async def within_limit() -> Any:
+            held = await self._sizes.of(entity)
+            if held >= limit - _NEAR_LIMIT:
+                held = await self._sizes.of(entity, fresh=True)
+            if held >= limit:
+                raise RecordLimit(
+                    f"this memory holds {held} records at the mem0 OSS server (forgotten ones included), "
+                    f"which lists at most {OSS_LIST_CAP} of one memory and {limit} provably whole: another "
+                    "record could never be listed, exported or moved. Erase records or move the memory to "
+                    "another provider first"
+                )
+            body = await self._wire.exchange(call)
+            self._sizes.added(entity)
+            return body
+
+        return await self._wire.one_change(within_limit)
 
     async def _write(self, vendor_id: str, record_id: str, current: Record, past: Sequence[Record]) -> None:
         text, metadata = _encoded(current, past)
@@ -329,37 +375,9 @@ class Mem0Provider(Mem0Reads):
                 return found
         return None
 
-    async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
-        """Delete each record's memory at mem0. Ids not in this memory are ignored and not reported.
-        mem0 keeps a deleted memory's history rows (every text it had), so each erased id whose history
-        mem0 still serves is reported unreachable; it is asked, not assumed, in case that ever changes."""
-
-        async def erase_one(record_id: str) -> tuple[bool, bool]:
-            try:
-                vendor_id, _ = await self._fetch(memory_id, record_id)
-            except RecordNotFound:
-                return False, False
-            if await self._wire.send(self._wire.dialect.delete(vendor_id), absent_ok=True) is ABSENT:
-                return False, False
-            return True, await self._history_kept(vendor_id)
-
-        unique = list(dict.fromkeys(record_ids))
-        outcomes = await bounded(erase_one, unique)
-        erased = tuple(rid for rid, (gone, _) in zip(unique, outcomes, strict=True) if gone)
-        kept = tuple(rid for rid, (gone, held) in zip(unique, outcomes, strict=True) if gone and held)
-        return Erasure(erased=erased, unreachable=kept)
-
-    async def _history_kept(self, vendor_id: str) -> bool:
-        """Whether mem0 still serves this deleted memory's history. Not knowing counts as yes."""
-        try:
-            rows = await self._wire.send(self._wire.dialect.history(vendor_id), absent_ok=True)
-        except ProviderError as exc:
-            log.warning("could not check mem0 history after a delete: %s", type(exc).__name__)
-            return True
-        return not (rows is ABSENT or rows == [])
-
     async def drop_memory(self, memory_id: str) -> None:
         await self._wire.send(self._wire.dialect.delete_all(self._entity(memory_id)))
+        self._sizes.dropped(self._entity(memory_id))
 
     async def close(self) -> None:
         """Nothing to release: the HTTP client belongs to the gateway, which closes it."""

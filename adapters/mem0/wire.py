@@ -11,15 +11,24 @@ from __future__ import annotations
 import email.utils
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import orjson
 
-from adapters.base import ProviderRateLimited, ProviderRejected, ProviderTimeout, ProviderUnavailable
+from adapters.base import (
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnauthorized,
+    ProviderUnavailable,
+)
+from adapters.mem0 import _turns as turns
+
+T = TypeVar("T")
 
 log = logging.getLogger("memfed.adapters.mem0")
 
@@ -58,6 +67,7 @@ class Call:
     path: str
     params: Mapping[str, Any] | None = None
     json: Any = None
+    changes: bool = False  # it adds, updates or deletes at mem0 (see `Dialect.changes_one_at_a_time`)
 
 
 class _Absent:
@@ -93,6 +103,8 @@ class Dialect:
 
     name = ""
     searches_many_memories = False
+    # A server whose store breaks under concurrent changes: every changing call to it waits its turn.
+    changes_one_at_a_time = False
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         raise NotImplementedError
@@ -119,6 +131,18 @@ class Dialect:
         raise NotImplementedError
 
     def list_page(self, entity: str, page: int) -> Call:
+        raise NotImplementedError
+
+    def list_many_page(self, entities: Sequence[str], page: int) -> Call:
+        """One page of the memories of several entities at once (where `searches_many_memories`)."""
+        raise NotImplementedError
+
+    def entities(self) -> Call:
+        """Every entity the server holds memories of, each with how many (OSS only)."""
+        raise NotImplementedError
+
+    def ping(self, entity: str) -> Call:
+        """The cheapest call that proves the server answers and takes memfed's key."""
         raise NotImplementedError
 
     def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
@@ -146,7 +170,7 @@ class PlatformDialect(Dialect):
 
     def add(self, entity: str, text: str, metadata: Mapping[str, Any]) -> Call:
         body = {"messages": _one_message(text), "user_id": entity, "metadata": dict(metadata), "infer": False}
-        return Call("POST", "/v3/memories/add/", json=body)
+        return Call("POST", "/v3/memories/add/", json=body, changes=True)
 
     def added_id(self, body: Any) -> str:
         if isinstance(body, Mapping) and "results" not in body and body.get("status") == "PENDING":
@@ -159,16 +183,16 @@ class PlatformDialect(Dialect):
         return Call("GET", f"/v1/memories/{vendor_id}/")
 
     def update(self, vendor_id: str, text: str, metadata: Mapping[str, Any]) -> Call:
-        return Call("PUT", f"/v1/memories/{vendor_id}/", json={"text": text, "metadata": dict(metadata)})
+        return Call("PUT", f"/v1/memories/{vendor_id}/", json={"text": text, "metadata": dict(metadata)}, changes=True)
 
     def delete(self, vendor_id: str) -> Call:
-        return Call("DELETE", f"/v1/memories/{vendor_id}/")
+        return Call("DELETE", f"/v1/memories/{vendor_id}/", changes=True)
 
     def history(self, vendor_id: str) -> Call:
         return Call("GET", f"/v1/memories/{vendor_id}/history/")
 
     def delete_all(self, entity: str) -> Call:
-        return Call("DELETE", "/v1/memories/", params={"user_id": entity})
+        return Call("DELETE", "/v1/memories/", params={"user_id": entity}, changes=True)
 
     def search(self, entities: Sequence[str], query: str, top_k: int) -> Call:
         filters: dict[str, Any] = (
@@ -178,12 +202,23 @@ class PlatformDialect(Dialect):
         body = {"query": query, "filters": filters, "top_k": top_k, "threshold": 0}
         return Call("POST", "/v3/memories/search/", json=body)
 
+    def ping(self, entity: str) -> Call:
+        return Call("GET", "/v1/ping/")
+
     def list_page(self, entity: str, page: int) -> Call:
         return Call(
             "POST",
             "/v3/memories/",
             params={"page": page, "page_size": PLATFORM_PAGE_SIZE},
             json={"filters": {"user_id": entity}},
+        )
+
+    def list_many_page(self, entities: Sequence[str], page: int) -> Call:
+        return Call(
+            "POST",
+            "/v3/memories/",
+            params={"page": page, "page_size": PLATFORM_PAGE_SIZE},
+            json={"filters": {"OR": [{"user_id": e} for e in entities]}},
         )
 
     def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
@@ -196,6 +231,9 @@ class OssDialect(Dialect):
     name = "oss"
     # The OSS library refuses an OR of two user_ids, so each memory is searched by its own call.
     searches_many_memories = False
+    # Observed on mem0ai 2.2.1 with faiss: two changes at once fail with 502 (one of them applied
+    # anyway) and leave the index corrupt, so that a search no longer finds a memory by its own text.
+    changes_one_at_a_time = True
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         # A server run with AUTH_DISABLED takes no key; a missing key is then not an error.
@@ -203,22 +241,22 @@ class OssDialect(Dialect):
 
     def add(self, entity: str, text: str, metadata: Mapping[str, Any]) -> Call:
         body = {"messages": _one_message(text), "user_id": entity, "metadata": dict(metadata), "infer": False}
-        return Call("POST", "/memories", json=body)
+        return Call("POST", "/memories", json=body, changes=True)
 
     def get(self, vendor_id: str) -> Call:
         return Call("GET", f"/memories/{vendor_id}")
 
     def update(self, vendor_id: str, text: str, metadata: Mapping[str, Any]) -> Call:
-        return Call("PUT", f"/memories/{vendor_id}", json={"text": text, "metadata": dict(metadata)})
+        return Call("PUT", f"/memories/{vendor_id}", json={"text": text, "metadata": dict(metadata)}, changes=True)
 
     def delete(self, vendor_id: str) -> Call:
-        return Call("DELETE", f"/memories/{vendor_id}")
+        return Call("DELETE", f"/memories/{vendor_id}", changes=True)
 
     def history(self, vendor_id: str) -> Call:
         return Call("GET", f"/memories/{vendor_id}/history")
 
     def delete_all(self, entity: str) -> Call:
-        return Call("DELETE", "/memories", params={"user_id": entity})
+        return Call("DELETE", "/memories", params={"user_id": entity}, changes=True)
 
     def search(self, entities: Sequence[str], query: str, top_k: int) -> Call:
         if len(entities) != 1:
@@ -229,6 +267,12 @@ class OssDialect(Dialect):
     def list_page(self, entity: str, page: int) -> Call:
         # The server's default top_k is 20 and truncates silently: always ask for its maximum.
         return Call("GET", "/memories", params={"user_id": entity, "top_k": OSS_LIST_CAP})
+
+    def entities(self) -> Call:
+        return Call("GET", "/entities")
+
+    def ping(self, entity: str) -> Call:
+        return Call("GET", "/memories", params={"user_id": entity, "top_k": 1})
 
     def page_items(self, body: Any) -> tuple[list[Mapping[str, Any]], bool]:
         items = _results(body)
@@ -283,7 +327,18 @@ class Wire:
         return text.replace(secret, "[redacted]") if secret else text
 
     async def send(self, call: Call, *, absent_ok: bool = False) -> Any:
-        """The decoded JSON answer (None for an empty body); `ABSENT` for a 404 when `absent_ok`."""
+        """The decoded JSON answer (None for an empty body); `ABSENT` for a 404 when `absent_ok`. A
+        changing call to a server that takes changes one at a time waits its turn (`one_change`)."""
+        if call.changes and self.dialect.changes_one_at_a_time:
+            return await self.one_change(lambda: self.exchange(call, absent_ok=absent_ok))
+        return await self.exchange(call, absent_ok=absent_ok)
+
+    async def one_change(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work` (calls made with `exchange`) in this server's turn (`adapters.mem0._turns`)."""
+        return await turns.one_at_a_time(self._base, work)
+
+    async def exchange(self, call: Call, *, absent_ok: bool = False) -> Any:
+        """One request and its answer, mapped; no turn is taken (see `send`)."""
         what = f"{call.method} {call.path}"
         started = time.perf_counter()
         try:
@@ -322,7 +377,7 @@ class Wire:
             retry = _retry_after(response.headers.get("retry-after"))
             raise ProviderRateLimited(f"mem0 is rate limiting {what}", retry_after=retry)
         if status in (401, 403):
-            raise ProviderRejected(f"mem0 refused memfed's credential for {what} ({status})")
+            raise ProviderUnauthorized(f"mem0 refused memfed's credential for {what} ({status})")
         if 400 <= status < 500:
             raise ProviderRejected(f"mem0 refused {what} ({status}): {self._detail(response)}")
         if not 200 <= status < 300:

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from adapters.base import (
+    ErasureIncomplete,
     Provider,
     ProviderError,
     ProviderRateLimited,
@@ -35,6 +36,8 @@ async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], 
     handle = handle_for(services, node)
     try:
         return await handle.call(fn, read=read)
+    except ErasureIncomplete:
+        raise  # what was erased before the failure is the erase route's to report (api/records.py)
     except Exception as exc:
         raise provider_failure(node, exc) from None
 
@@ -86,8 +89,10 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
         return await on_provider(services, node, fn(alias), read=read)
 
 
-async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None) -> dict[str, int | None]:
-    """Active records per memory (gateway.federation.counts); None where the provider could not count.
-    Counts that are old are shown and asked again once `call`'s answer has left."""
+async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None,
+                        *, wait: bool = True) -> dict[str, int | None]:  # fmt: skip
+    """Active records per memory (gateway.federation.counts); None where the provider could not count, or,
+    with `wait=False`, where no count is known yet. Counts that are old (or unknown, not waited for)
+    are asked once `call`'s answer has left."""
     return await services.counts.of(services.providers, nodes,
-                                    later=call.after_answer if call is not None else None)
+                                    later=call.after_answer if call is not None else None, wait=wait)

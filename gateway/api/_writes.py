@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from adapters.base import Erasure, Provider, ProviderError, Record
+from adapters.base import Erasure, ErasureIncomplete, Provider, ProviderError, Record
 from gateway.api._calls import handle_for, provider_failure
 from gateway.api._endpoint import Call
 from gateway.errors import ApiError
@@ -95,21 +95,25 @@ async def _look_again(handle: ProviderHandle, node: MemoryNode, write_id: str, r
         raise outcome_unknown(node.provider, exc.reason, max(left, 1000)) from None
 
 
-async def erase_on_provider(call: Call, node: MemoryNode, record_ids: Sequence[str], file_ids: set[str]) -> Erasure:
-    """The provider's erase. When its call fails once it may have reached the provider, some records may
-    be gone: the bytes of their file parts are removed too, so that none outlives its record, and the
-    answer is 503 with the outcome unknown (a repeat erases whatever is left)."""
+async def erase_on_provider(call: Call, node: MemoryNode, record_ids: Sequence[str],
+                            files_of: Mapping[str, set[str]]) -> Erasure:
+    """The provider's erase of `record_ids` (`files_of`: the files each names). When its call fails once
+    it may have reached the provider, some records may be gone: they are released as erased, so that the
+    bytes of their file parts that no other record names go too and none outlives its record, and the
+    answer is 503 with the outcome unknown (a repeat erases whatever is left). An incomplete erase says
+    what it did (ErasureIncomplete) and is the route's to report."""
     handle = handle_for(call.services, node)
     try:
         erasure: Erasure = await handle.call(lambda p: p.erase(node.id, record_ids), read=False)
         return erasure
+    except ErasureIncomplete:
+        raise
     except Exception as exc:
         if not maybe_applied(exc):
             raise provider_failure(node, exc) from None
         failure = provider_failure(node, exc)
     write_intent(call).unknown_at = now_ms()
-    for file_id in sorted(file_ids):
-        await call.services.files.remove(file_id)
+    await call.services.files.release(node.id, record_ids, set().union(*(files_of.get(r, set()) for r in record_ids)))
     call.services.written(node.id)
     detail = failure.detail if isinstance(failure.detail, dict) else {}
     raise outcome_unknown(node.provider, str(detail.get("reason", "unavailable")), settle_ms(handle))

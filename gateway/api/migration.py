@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
+from adapters.base import Unsupported
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
@@ -94,6 +95,8 @@ async def export(call: Call) -> StreamingResponse:
 def _provider_error(call: Call, memory_id: str, exc: Exception) -> ApiError:
     node = call.services.store.tree.get(memory_id)
     provider = node.provider if node else None
+    if isinstance(exc, Unsupported):  # e.g. a memory its provider cannot list whole: as on every route
+        return ApiError(422, "memory_unsupported", str(exc), detail={"provider": provider, "reason": exc.reason})
     reason = getattr(exc, "reason", "adapter_error")
     if not hasattr(exc, "reason"):
         log.exception("export of %s failed", memory_id, exc_info=exc)

@@ -59,14 +59,19 @@ async def recall(call: Call) -> dict[str, Any]:
     # The search is the answer's critical path: its calls go out first.
     searching = asyncio.create_task(
         _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body))))
+    # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
+    # work on the children below (a thousand of them on a flat tree) takes the loop.
+    for _ in range(2):
+        await asyncio.sleep(0)
     parent_node = tree.get(node.parent_id) if node.parent_id else None
     if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
         parent_node = None
     child_nodes = [c for c in (tree.get(m) for m in access.children_holding(tree, principals, node.id, "read"))
                    if c is not None]
-    # The places to go next are counted while the providers search, not after.
+    # The places to go next: counts known are shown, the others are asked after the answer has left, so
+    # the answer never waits for counting.
     counting = asyncio.create_task(
-        record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None], call))
+        record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None], call, wait=False))
     try:
         # Decided before the providers were asked (the plan), logged while they answer; the request's
         # decisions reach the journal before the answer goes out, so a crash cannot leave it unaudited.
@@ -86,11 +91,13 @@ async def recall(call: Call) -> dict[str, Any]:
             "score": fed.score,
             "why": list(fed.hit.why),
         })
+    pending = [*(("children:counts_pending",) if any(counts.get(c.id) is None for c in child_nodes) else ()),
+               *(("parent:count_pending",) if parent_node and counts.get(parent_node.id) is None else ())]
     out: dict[str, Any] = {
         "object": "memory.recall",
         "results": results,
         "children": [place_json(c, counts.get(c.id)) for c in child_nodes],
-        "degraded": list(covered.degraded) + list(answer.degraded),
+        "degraded": list(covered.degraded) + list(answer.degraded) + pending,
         "abstain": answer.abstain,
     }
     if parent_node is not None:

@@ -13,14 +13,25 @@ from typing import Any
 
 from starlette.responses import Response
 
-from adapters.base import FileRef, NewRecord, Part, Provider, Record, Reference, Revision, Writer
+from adapters.base import (
+    Erasure,
+    ErasureIncomplete,
+    FileRef,
+    NewRecord,
+    Part,
+    Provider,
+    Record,
+    Reference,
+    Revision,
+    Writer,
+)
 from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references
-from gateway.errors import ApiError, invalid, unsupported
+from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
 
@@ -163,13 +174,20 @@ async def history(call: Call) -> dict[str, Any]:
     return page_json((render(call, r, node) for r in versions), None)
 
 
+# Records one provider call erases: a provider that erases one record at a time (mem0 OSS takes changes
+# one at a time) stays well inside its timeout, and a failure leaves at most this many ids unknown.
+ERASE_CHUNK = 10
+
+
 async def erase(call: Call) -> dict[str, Any]:
+    """Erase in chunks, and say exactly what was done even when a chunk fails: the failure's envelope
+    carries `erased`, `unreachable` and `remaining` (not known to be erased: erase them again)."""
     body: Erase = call.body
     node = require(call, call.path["memory_id"], "delete", "records.erase")
     services = call.services
     # An id from before the memory moved to another provider erases the record it now names.
     current_ids = [await resolve_record_id(services, node.id, rid) or rid for rid in body.record_ids]
-    file_ids: set[str] = set()
+    files_of: dict[str, set[str]] = {}
     for record_id in current_ids:
         try:
             versions = await on_provider(services, node, _history_of(node.id, record_id), read=True)
@@ -177,14 +195,48 @@ async def erase(call: Call) -> dict[str, Any]:
             if error.code != "memory_record_not_found" and error.code != "memory_unsupported":
                 raise
             versions = []
-        file_ids.update(p.file.id for v in versions for p in v.content if p.file is not None)
-    erasure = await erase_on_provider(call, node, current_ids, file_ids)
-    services.written(node.id)
-    await services.files.release(node.id, erasure.erased, file_ids)  # bytes no record anywhere names any more
+        files_of[record_id] = {p.file.id for v in versions for p in v.content if p.file is not None}
     asked = dict(zip(current_ids, body.record_ids, strict=True))  # answer in the ids the caller gave
+    unique = list(dict.fromkeys(current_ids))
+    erased: list[str] = []
+    unreachable: list[str] = []
+    failure: ApiError | None = None
+    for start in range(0, len(unique), ERASE_CHUNK):
+        chunk = unique[start : start + ERASE_CHUNK]
+        try:
+            erasure = await erase_on_provider(call, node, chunk, files_of)
+        except ErasureIncomplete as partial:  # the provider answers, for some ids: go on with the rest
+            erased += partial.erased
+            unreachable += partial.unreachable
+            failure = unavailable(node.provider, partial.reason)
+            continue
+        except ApiError as error:  # nothing of this chunk is known to be done: stop here
+            failure = error
+            break
+        erased += erasure.erased
+        unreachable += erasure.unreachable
+    services.written(node.id)
+    # Bytes go only when no record anywhere names them any more (another memory's record may).
+    await services.files.release(node.id, erased, set().union(*(files_of.get(rid, set()) for rid in erased)))
+    if failure is not None:
+        if not erased and failure.status < 500:
+            raise failure  # nothing was done and it was the request's doing: said as it was
+        remaining = [asked.get(rid, rid) for rid in unique if rid not in set(erased)]
+        failure.message += (f" {len(erased)} of {len(unique)} records were erased; erase the "
+                            f"{len(remaining)} remaining again.")
+        failure.detail = {**(failure.detail or {}), "erased": [asked.get(rid, rid) for rid in erased],
+                          "unreachable": [asked.get(rid, rid) for rid in unreachable], "remaining": remaining}
+        raise failure
     return {"object": "memory.erasure", "memory_id": node.id,
-            "erased": [asked.get(rid, rid) for rid in erasure.erased],
-            "unreachable": [asked.get(rid, rid) for rid in erasure.unreachable]}
+            "erased": [asked.get(rid, rid) for rid in erased],
+            "unreachable": [asked.get(rid, rid) for rid in unreachable]}
+
+
+def _erase_of(memory_id: str, record_ids: list[str]) -> Callable[[Provider], Awaitable[Erasure]]:
+    def ask(provider: Provider) -> Awaitable[Erasure]:
+        return provider.erase(memory_id, record_ids)
+
+    return ask
 
 
 def _history_of(memory_id: str, record_id: str) -> Callable[[Provider], Awaitable[Sequence[Record]]]:

@@ -1,15 +1,20 @@
-"""Snapshots (§5.3): a name for an instant. Nothing is copied; reading `as_of` its time is the same read."""
+"""Snapshots (§5.3): a name for an instant. Nothing is copied; reading `as_of` its time is the same read.
+
+A snapshot is only made where it can be read: on a memory whose provider cannot read `as_of` (mem0) it is
+refused, rather than kept as a name no read could ever use.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Snapshot
 from gateway.api.render import iso, page_json
-from gateway.errors import ApiError
+from gateway.errors import ApiError, unsupported
 from gateway.ids import new_id
 from gateway.state import schema as t
 from gateway.state.store import now_ms
@@ -23,7 +28,10 @@ def snapshot_json(row: Any) -> dict[str, Any]:
 async def create_snapshot(call: Call) -> dict[str, Any]:
     body: Snapshot = call.body
     memory_id = call.path["memory_id"]
-    require(call, memory_id, "write", "snapshots.create")
+    node = require(call, memory_id, "write", "snapshots.create")
+    if not handle_for(call.services, node).capabilities().as_of:
+        raise unsupported(f"The memory's provider ({node.provider}) cannot read a memory as it stood at an "
+                          "instant (as_of), so a snapshot of it could never be read.")
     store = call.services.store
     if await store.fetch_one(t.snapshots, memory_id=memory_id, name=body.name) is not None:
         raise ApiError(409, "memfed_snapshot_exists", "This memory has a snapshot of that name.", param="name")

@@ -21,6 +21,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.audit.seal import Seal
+    from gateway.federation.preflight import check_providers
     from gateway.state.store import StateStore
 
     config = load_config(args)
@@ -29,6 +30,9 @@ def serve(args: argparse.Namespace) -> int:
     # message rather than a lifespan traceback).
     asyncio.run(StateStore.check_tree(config.database_url(), search_path=config.state_schema))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # Before the server: a provider that cannot be opened stops the start with one line (exit 2); one that
+    # does not answer is warned about here, once, and the gateway starts anyway.
+    check_providers(config)
     app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.
     uvicorn.run(app, host=config.host, port=config.port, log_level="info", lifespan="on")

@@ -8,6 +8,7 @@ called again until its breaker lets one probe through; a read may be retried onc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,6 +25,7 @@ from adapters.base import (
     ProviderError,
     ProviderRateLimited,
     ProviderTimeout,
+    ProviderUnauthorized,
     ProviderUnavailable,
 )
 from gateway.config import Config, ConfigError, ProviderConfig
@@ -91,6 +93,7 @@ class ProviderHandle:
         self.breaker = Breaker(config.failure_threshold, config.reset_after)
         self.semaphore = asyncio.Semaphore(config.concurrency)
         self._capabilities = provider.capabilities()
+        self._credential_refused = False  # said once in the log until a call succeeds again
 
     def capabilities(self) -> Capabilities:
         return self._capabilities
@@ -106,9 +109,33 @@ class ProviderHandle:
                 result = await self._call(fn, read=read, seconds=seconds)
             except ProviderError as exc:
                 span.set_attribute("memfed.outcome", exc.reason)
+                self._note_refused_credential(exc)
                 raise
             span.set_attribute("memfed.outcome", "ok")
+            self._credential_refused = False
             return result
+
+    def _note_refused_credential(self, exc: ProviderError) -> None:
+        """A vendor that refuses memfed's key is memfed's configuration problem: said once, by name."""
+        if isinstance(exc, ProviderUnauthorized) and not self._credential_refused:
+            self._credential_refused = True
+            where = (f"the key in the environment variable {self.config.api_key_env}" if self.config.api_key_env
+                     else "no key (api_key_env is not set for it)")
+            log.error("provider %s refused memfed's credential: memfed sent %s; every call to it fails until "
+                      "that is fixed", self.name, where)
+
+    async def call_without_breaker(self, fn: Callable[[Provider], Awaitable[T]], *, seconds: float | None = None) -> T:
+        """A call that says nothing of the provider's health (counting records): under the concurrency
+        bound and the timeout, never retried, never counted by the breaker, and not made at all while the
+        breaker is not closed (it must not take the one probe an open breaker lets through)."""
+        if self.breaker.state != "closed":
+            raise CircuitOpen(f"provider {self.name} is resting after repeated failures")
+        try:
+            async with asyncio.timeout(seconds or self.config.timeout):
+                async with self.semaphore:
+                    return await fn(self.provider)
+        except TimeoutError as exc:
+            raise ProviderTimeout(f"provider {self.name} did not answer in time") from exc
 
     async def _call(self, fn: Callable[[Provider], Awaitable[T]], *, read: bool, seconds: float | None) -> T:
         attempts = 2 if read else 1
@@ -150,6 +177,14 @@ class ProviderHandle:
         return doc
 
 
+async def _close_opened(handles: Mapping[str, ProviderHandle]) -> None:
+    """Close what a failed open had opened: an embedded provider's connection thread left open would keep
+    the process from exiting after it said what was wrong."""
+    for handle in handles.values():
+        with contextlib.suppress(Exception):
+            await handle.provider.close()
+
+
 class Providers:
     def __init__(self, handles: Mapping[str, ProviderHandle], default: str, client: httpx.AsyncClient) -> None:
         self.handles = dict(handles)
@@ -164,13 +199,20 @@ class Providers:
             try:
                 factory = adapters.factory(pconf.adapter)
             except adapters.UnknownAdapter:
+                await _close_opened(handles)
                 raise ConfigError(f"providers.{name}.adapter: unknown adapter {pconf.adapter!r}") from None
             options = dict(pconf.options)
             if pconf.base_url:
                 options["base_url"] = pconf.base_url
             options.setdefault("timeout", pconf.timeout)
             data_dir = private_dir(Path(config.data_dir) / "providers" / name)
-            provider = await factory(options, client=client, data_dir=data_dir, api_key=pconf.api_key())
+            try:
+                provider = await factory(options, client=client, data_dir=data_dir, api_key=pconf.api_key())
+            except ValueError as exc:  # the adapter refused its options: one line naming the provider
+                await _close_opened(handles)
+                if isinstance(exc, ConfigError):
+                    raise
+                raise ConfigError(f"providers.{name}: {exc}") from exc
             handles[name] = ProviderHandle(pconf, provider)
         return cls(handles, config.default_provider, client)
 

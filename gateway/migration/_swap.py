@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from adapters.base import Erasure, Provider, ProviderError, Record, RecordNotFound
+from adapters.base import Erasure, Provider, ProviderError, Record, RecordNotFound, Unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.migration._log import Copied, MigrationLog
 from gateway.migration._replay import CopyError, Item, Replay, check_target, every_record, gather, history, versions_at
@@ -279,6 +279,8 @@ def _erase(memory_id: str, record_ids: list[str]) -> Callable[[Provider], Awaita
 def _as_copy_error(exc: Exception) -> CopyError:
     if isinstance(exc, CopyError):
         return exc
+    if isinstance(exc, Unsupported):  # the provider cannot do it at all (a memory it cannot list whole)
+        return CopyError("memory_unsupported", f"{exc}. The binding is unchanged.", {"reason": exc.reason})
     if isinstance(exc, ProviderError):
         return CopyError("memory_unavailable", f"A provider failed while copying ({exc.reason}): {exc}. The "
                          "binding is unchanged; run the migration again to resume.", {"reason": exc.reason})

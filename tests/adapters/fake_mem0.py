@@ -8,6 +8,22 @@ without an entity id (400), an OR of entities on OSS (400), an inferred OSS add 
 the vendor does quietly, the fake does too: the OSS list stops at 20 unless told `top_k`, history rows
 outlive a delete, the default search threshold hides weak matches.
 
+The OSS fake also does what a real OSS server (mem0ai 2.2.1, faiss) was observed to do (shared/vendors/
+mem0.md, "The real OSS server, observed"), through `respond`, the transport's handler:
+- a call that changes the server while another change is still running there fails with 502, is applied
+  anyway when it is a PUT or a DELETE, and leaves the index corrupt: from then on a search ranks every
+  memory by another memory's text (`corrupt`, `collisions`);
+- scores are similarities in [-1, 1]: a memory sharing no word with the question scores below 0, and the
+  threshold (0 included) drops it;
+- the candidate pool is cut before the entity filter: the 2 x max(4 x top_k, 60) best memories of the
+  whole server are taken first, and only then those of the asked entity;
+- a listing returns at most 1,000 memories of one entity; adds past that are accepted;
+- the real shapes: get and search items always carry `metadata` (null when empty), get adds
+  `"score": null`, add results add `"actor_id": null`, the server's own failures are 502 with
+  `{"detail", "code": "provider_unavailable", "request_id"}`.
+`handle` is the same answer without the timing (no collision can happen in it): for callers that cannot
+await.
+
 "Meaning" is word overlap: the share of the question's words found in the memory, so a test can tell
 which memory should rank first.
 
@@ -23,6 +39,7 @@ lands only when the test calls `land()`), and `hold` (the write is applied and t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import random
 import re
@@ -38,15 +55,21 @@ import httpx
 
 Variant = Literal["platform", "oss"]
 FailMode = Literal[
-    "500", "timeout", "connect", "garbage", "429", "applied_timeout", "applied_502", "applied_drop", "late", "hold"
+    "500", "timeout", "connect", "garbage", "429", "applied", "applied_timeout", "applied_502", "applied_drop",
+    "late", "hold",
 ]
 # Failures that happen after the fake has done what the request asked.
 _AFTER_APPLYING = ("applied_timeout", "applied_502", "applied_drop", "hold")
+# "applied": the request is carried out and then answered as the OSS server's own failure (502), as an
+# update was seen to be.
 
 PLATFORM_URL = "https://api.mem0.ai"
 OSS_URL = "http://mem0.test:8888"
 ENTITY_KEYS = ("user_id", "agent_id", "app_id", "run_id")
 OSS_ENTITY_KEYS = ("user_id", "agent_id", "run_id")
+OSS_LIST_CAP = 1000  # GET /memories answers at most this many memories of one entity
+# What a colliding change does besides failing: the observed server applied an update it answered 502.
+COLLISION_APPLIES = ("PUT", "DELETE")
 
 
 @dataclass
@@ -80,12 +103,18 @@ class FakeMem0:
         self._now = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
         self.parked: list[httpx.Request] = []  # `late` requests the client gave up on, not applied yet
         self._released: asyncio.Event | None = None
+        # OSS only: how long one change occupies the server, the changes running now, the changes that
+        # arrived while another ran, and whether such a collision has corrupted the search index.
+        self.write_seconds = 0.0
+        self._changing = 0
+        self.collisions: list[httpx.Request] = []
+        self.corrupt = False
 
     # ------------------------------------------------------------------ test controls
 
     @property
     def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handle)
+        return httpx.MockTransport(self.respond)
 
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=self.transport)
@@ -172,6 +201,41 @@ class FakeMem0:
             return self._platform(request, body)
         return self._oss(request, body)
 
+    async def respond(self, request: httpx.Request) -> httpx.Response:
+        """`handle`, timed as the server runs it: on OSS a change takes `write_seconds`, and a change that
+        arrives while another is running collides with it (see the module docstring)."""
+        if self.variant != "oss" or not self._changes_the_server(request):
+            return await self._answered(request)
+        if self._changing:
+            return self._collide(request)
+        self._changing += 1
+        try:
+            await asyncio.sleep(self.write_seconds)
+            return await self._answered(request)
+        finally:
+            self._changing -= 1
+
+    async def _answered(self, request: httpx.Request) -> httpx.Response:
+        answer = self.handle(request)
+        return await answer if inspect.isawaitable(answer) else answer  # `hold` answers later
+
+    @staticmethod
+    def _changes_the_server(request: httpx.Request) -> bool:
+        return request.method in ("PUT", "DELETE") or (request.method == "POST" and request.url.path == "/memories")
+
+    def _collide(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        self.collisions.append(request)
+        self.corrupt = True
+        if request.method in COLLISION_APPLIES and self._authorized(request):
+            self._oss(request, json.loads(request.content) if request.content else None)
+        detail = "RuntimeError: Error in faiss::IndexFlat::reconstruct: key < ntotal failed"
+        return self._server_failure(detail)
+
+    def _server_failure(self, detail: str) -> httpx.Response:
+        """How the OSS server answers its own failures (a store error, no LLM for an inferred add)."""
+        return _answer(502, {"detail": detail, "code": "provider_unavailable", "request_id": self._new_id()})
+
     def _failed(self, failure: _Failure, request: httpx.Request) -> httpx.Response:
         if failure.mode in ("timeout", "applied_timeout"):
             raise httpx.ReadTimeout("timed out", request=request)
@@ -191,6 +255,10 @@ class FakeMem0:
         if failure.mode == "429":
             headers = {"Retry-After": failure.retry_after} if failure.retry_after is not None else {}
             return httpx.Response(429, json={"detail": "Too many requests"}, headers=headers)
+        if failure.mode == "applied":
+            body = json.loads(request.content) if request.content else None
+            (self._platform if self.variant == "platform" else self._oss)(request, body)
+            return self._server_failure("RuntimeError: the store failed after the change was written")
         return _answer(500, {"detail": "internal error"})
 
     def _authorized(self, request: httpx.Request) -> bool:
@@ -268,6 +336,26 @@ class FakeMem0:
                 scored.append((score, memory))
         scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
         return scored[:top_k]
+
+    def _oss_scored(
+        self, query: str, entities: dict[str, Any], top_k: int, threshold: float
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """The OSS server's search as observed: cosine similarities in [-1, 1] (no shared word is below
+        0), the pool of the whole server's nearest memories cut first, then the entity, then the threshold."""
+        asked = _words(query)
+        everyone = sorted(self.memories.values(), key=lambda m: m["id"])
+        # A corrupt index answers a memory's place with another memory's vector.
+        texts = [m["memory"] for m in everyone]
+        if self.corrupt and len(texts) > 1:
+            texts = texts[1:] + texts[:1]
+        ranked = []
+        for memory, text in zip(everyone, texts, strict=True):
+            shared = len(asked & _words(text))
+            ranked.append((round(shared / len(asked), 4) if shared else -0.1, memory))
+        ranked.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
+        pool = ranked[: 2 * max(4 * top_k, 60)]
+        kept = [(s, m) for s, m in pool if self._oss_match(m, entities) and s >= threshold]
+        return kept[:top_k]
 
     # ------------------------------------------------------------------ the Platform
 
@@ -424,7 +512,8 @@ class FakeMem0:
     # ------------------------------------------------------------------ the OSS server
 
     @staticmethod
-    def _oss_item(memory: dict[str, Any]) -> dict[str, Any]:
+    def _oss_item(memory: dict[str, Any], *, always_metadata: bool = False) -> dict[str, Any]:
+        """A memory as the OSS server shows it; get and search always carry `metadata` (null if empty)."""
         item: dict[str, Any] = {
             "id": memory["id"],
             "memory": memory["memory"],
@@ -438,6 +527,8 @@ class FakeMem0:
                 item[key] = memory[key]
         if memory["metadata"]:
             item["metadata"] = dict(memory["metadata"])
+        elif always_metadata:
+            item["metadata"] = None
         return item
 
     @staticmethod
@@ -456,8 +547,8 @@ class FakeMem0:
                 top_k = int(params.get("top_k", 20))
             except ValueError:
                 return _answer(422, {"detail": "top_k is an integer"})
-            if not 0 <= top_k <= 1000:
-                return _answer(422, {"detail": "top_k must be between 0 and 1000"})
+            if not 0 <= top_k <= OSS_LIST_CAP:
+                return _answer(422, {"detail": f"top_k must be between 0 and {OSS_LIST_CAP}"})
             # The vector store's order: no promise at all (here, the order of the random ids).
             found = sorted((m for m in self.memories.values() if self._oss_match(m, entities)), key=lambda m: m["id"])
             return _answer(200, {"results": [self._oss_item(m) for m in found[:top_k]]})
@@ -470,6 +561,8 @@ class FakeMem0:
             return _answer(200, {"message": "All relevant memories deleted"})
         if path == "/search" and method == "POST":
             return self._oss_search(body)
+        if path == "/entities" and method == "GET":
+            return _answer(200, self._oss_entities())
         match = re.fullmatch(r"/memories/([^/]+)(/history)?", path)
         if match is None:  # a trailing slash lands here too: the server does not redirect it
             return _answer(404, {"detail": "Not Found"})
@@ -478,7 +571,7 @@ class FakeMem0:
             return _answer(200, self.histories.get(vendor_id, []))
         memory = self.memories.get(vendor_id)
         if method == "GET":
-            return _answer(200, self._oss_item(memory) if memory else None)
+            return _answer(200, {**self._oss_item(memory, always_metadata=True), "score": None} if memory else None)
         if memory is None:
             return _answer(404, {"detail": f"Memory with id {vendor_id} not found"})
         if method == "PUT":
@@ -491,6 +584,16 @@ class FakeMem0:
             return _answer(200, {"message": "Memory deleted successfully"})
         return _answer(405, {"detail": "Method Not Allowed"})
 
+    def _oss_entities(self) -> list[dict[str, Any]]:
+        """Every entity the server holds memories of, with how many (`GET /entities`)."""
+        totals: dict[tuple[str, str], int] = {}
+        for memory in self.memories.values():
+            for key, kind in (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run")):
+                if memory[key] is not None:
+                    totals[(kind, memory[key])] = totals.get((kind, memory[key]), 0) + 1
+        return [{"id": name, "type": kind, "total_memories": n, "created_at": None, "updated_at": None}
+                for (kind, name), n in sorted(totals.items())]
+
     def _oss_add(self, body: Any) -> httpx.Response:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _answer(422, {"detail": "messages is required"})
@@ -498,13 +601,14 @@ class FakeMem0:
         if not entities:
             return _answer(400, {"detail": "At least one identifier (user_id, agent_id, run_id) is required."})
         if body.get("infer") is not False:
-            return _answer(502, {"detail": "The LLM provider is not configured."})
+            return self._server_failure("The LLM provider is not configured.")
         results = []
         for message in body["messages"]:
             if message.get("role") == "system":
                 continue  # the OSS library skips system messages when it does not infer
             vendor_id = self._store(entities, message["content"], body.get("metadata") or {}, role=message["role"])
-            results.append({"id": vendor_id, "memory": message["content"], "event": "ADD", "role": message["role"]})
+            results.append({"id": vendor_id, "memory": message["content"], "event": "ADD", "role": message["role"],
+                            "actor_id": None})
         return _answer(200, {"results": results})
 
     def _oss_search(self, body: Any) -> httpx.Response:
@@ -519,8 +623,8 @@ class FakeMem0:
         entities = {k: filters[k] for k in OSS_ENTITY_KEYS if filters.get(k)}
         top_k = body.get("top_k", 20)
         threshold = body.get("threshold", 0.1)
-        scored = self._scored(body["query"], lambda m: self._oss_match(m, entities), top_k, threshold)
-        return _answer(200, {"results": [{**self._oss_item(m), "score": s} for s, m in scored]})
+        scored = self._oss_scored(body["query"], entities, top_k, threshold)
+        return _answer(200, {"results": [{**self._oss_item(m, always_metadata=True), "score": s} for s, m in scored]})
 
 
 @asynccontextmanager

@@ -107,8 +107,12 @@ def test_capability_document_has_every_key_of_section_10_2(provider: Provider) -
         "describes": list(caps.describes),
     }
     assert all("/" in media for media in caps.media)
-    assert doc["x.memfed"] == {"as_of": caps.as_of, "searches_many_memories": caps.searches_many_memories,
-                               "data_location": caps.data_location}
+    assert doc["x.memfed"] == {
+        "as_of": caps.as_of,
+        "searches_many_memories": caps.searches_many_memories,
+        "records_per_memory": caps.records_per_memory,
+        "data_location": caps.data_location,
+    }
 
 
 # --------------------------------------------------------------------------- remember, get, list
@@ -378,6 +382,30 @@ async def test_recall_by_an_undeclared_signal_says_not_supported(
 
     assert f"{signal}:not_supported" in answer.degraded
     assert all(signal not in hit.why for hit in answer.hits)
+
+
+async def test_query_and_filters_are_fused_and_why_names_each(provider: Provider, stamps: Stamps) -> None:
+    """The one meaning of combined signals on every provider: each signal ranks on its own and the lists
+    are fused, so a record matching both comes first, and one matching only the filters (however unlike
+    the question) or only the question is still returned, its `why` naming the signals that found it (a
+    vector search with no relevance cut-off ranks every record, so `query` may find the unlike one too)."""
+    caps = provider.capabilities()
+    if not {"query", "filters"} <= set(caps.signals):
+        pytest.skip("query and filters are not both declared")
+    both = await provider.remember(M1, stamps.record("Acme renewal contract terms.", attributes={"account": "acme"}))
+    question_only = await provider.remember(
+        M1, stamps.record("Globex renewal contract terms.", attributes={"account": "globex"}))
+    filters_only = await provider.remember(
+        M1, stamps.record("Office coffee machine broken.", attributes={"account": "acme"}))
+
+    answer = await provider.recall([M1], RecallQuery(
+        query="renewal contract", filters=(Condition("attributes.account", "eq", "acme"),)))
+
+    why = {hit.record.id: hit.why for hit in answer.hits}
+    assert answer.hits[0].record.id == both.id and why[both.id] == ("query", "filters")
+    assert "filters" in why[filters_only.id]
+    assert why[question_only.id] == ("query",)
+    assert answer.hits[0].score > max(h.score for h in answer.hits[1:])
 
 
 async def test_recall_searches_the_memories_asked_and_no_other(provider: Provider, stamps: Stamps) -> None:

@@ -24,8 +24,10 @@ from adapters.base import (
     ProviderRateLimited,
     ProviderRejected,
     ProviderTimeout,
+    ProviderUnauthorized,
     ProviderUnavailable,
     RecallQuery,
+    RecordLimit,
     RecordNotFound,
     Reference,
     Revision,
@@ -151,6 +153,8 @@ async def test_every_read_and_write_names_the_memory_entity(fake: FakeMem0, mem0
     for request in fake.requests:
         if by_id.fullmatch(request.url.path):
             continue  # fetched by id: the answer's entity is checked instead (the isolation tests)
+        if request.url.path == "/entities":
+            continue  # OSS sizes: counts per entity, never a record (adapters/mem0/_sizes.py)
         named = set(re.findall(r"memfed-hmem_[0-9a-z]+", unquote(str(request.url)) + request.content.decode()))
         assert named and named <= asked, f"{request.method} {request.url.path} names {named or 'no memory'}"
     searches = [b for r, b in zip(fake.requests, fake.bodies(), strict=True) if "search" in r.url.path]
@@ -171,6 +175,21 @@ async def test_platform_searches_many_memories_in_one_call() -> None:
     assert filters == {"OR": [{"user_id": "memfed-" + MEM_A}, {"user_id": "memfed-" + MEM_B}]}
     assert [h.record.id for h in answer.hits] == [b.id, a.id]
     assert [h.record.memory_id for h in answer.hits] == [MEM_B, MEM_A]
+
+
+async def test_platform_counts_many_memories_in_one_listing() -> None:
+    """Counting a parent's children costs one run of pages for all of them, not one listing each; a
+    forgotten record is not counted, and a memory without records counts 0."""
+    fake = FakeMem0("platform", KEY)
+    async with mem0_provider("platform", fake) as mem0:
+        await mem0.remember(MEM_A, note("one"))
+        await mem0.remember(MEM_A, note("two", minutes=1))
+        gone = await mem0.remember(MEM_B, note("forgotten", minutes=2))
+        await mem0.forget(MEM_B, gone.id, AGENT, T0 + timedelta(hours=1))
+        empty = "hmem_cccccccccccccccccccccccccccccccc"
+        fake.requests.clear()
+        assert await mem0.count([MEM_A, MEM_B, empty]) == {MEM_A: 2, MEM_B: 0, empty: 0}
+    assert [r.url.path for r in fake.requests] == ["/v3/memories/"]
 
 
 async def test_oss_searches_each_memory_and_merges_by_score() -> None:
@@ -389,9 +408,9 @@ async def test_oss_listing_that_fills_the_server_cap_is_refused_not_truncated() 
     for i in range(1000):
         fake.add_raw("memfed-" + MEM_A, f"fact {i}")
     async with mem0_provider("oss", fake) as mem0:
-        with pytest.raises(ProviderRejected, match="1000"):
+        with pytest.raises(RecordLimit, match="1000"):
             await mem0.list(MEM_A)
-        with pytest.raises(ProviderRejected):
+        with pytest.raises(RecordLimit):
             await mem0.count([MEM_A])
 
 
@@ -438,18 +457,20 @@ async def test_text_alone_is_degraded_and_mem0_is_not_asked(fake: FakeMem0, mem0
 
 
 async def test_filters_are_judged_on_the_records(mem0: Mem0Provider) -> None:
-    """Filters alone read the memory and keep what matches, newest first; with a query they narrow it."""
+    """Filters alone read the memory and keep what matches, newest first; with a query the two lists are
+    fused: what matches both first, then what matches one, each hit saying which."""
     acme = await mem0.remember(MEM_A, note("Acme renews", attributes={"account": "acme", "n": 3}))
-    await mem0.remember(MEM_A, note("Quillon renews", minutes=1, attributes={"account": "quillon", "n": 9}))
+    quillon = await mem0.remember(MEM_A, note("Quillon renews", minutes=1, attributes={"account": "quillon", "n": 9}))
     older = await mem0.remember(MEM_A, note("Acme pays", minutes=2, type="fact", attributes={"account": "acme"}))
     by_account = Condition("attributes.account", "eq", "acme")
     answer = await mem0.recall([MEM_A], RecallQuery(filters=(by_account,)))
     assert [h.record.id for h in answer.hits] == [older.id, acme.id]
     assert all(h.why == ("filters",) for h in answer.hits)
-    narrowed = await mem0.recall(
+    fused = await mem0.recall(
         [MEM_A], RecallQuery(query="renews", filters=(by_account, Condition("attributes.n", "lt", 5)))
     )
-    assert [(h.record.id, h.why) for h in narrowed.hits] == [(acme.id, ("query", "filters"))]
+    assert fused.hits[0].record.id == acme.id and fused.hits[0].why == ("query", "filters")
+    assert (quillon.id, ("query",)) in [(h.record.id, h.why) for h in fused.hits[1:]]
     typed = await mem0.recall([MEM_A], RecallQuery(filters=(Condition("type", "in", ["fact"]),)))
     assert [h.record.id for h in typed.hits] == [older.id]
     after = await mem0.recall([MEM_A], RecallQuery(filters=(Condition("time.written_at", "gt", T0.isoformat()),)))
@@ -542,12 +563,14 @@ async def test_429_is_rate_limited_with_retry_after(
     assert caught.value.retry_after == expected
 
 
-async def test_a_wrong_key_is_rejected(variant: Variant) -> None:
+async def test_a_wrong_key_is_unauthorized_not_the_callers_mistake(variant: Variant) -> None:
+    """A 401 is memfed's credential being refused: unavailable (unauthorized), never a rejected request."""
     fake = FakeMem0(variant, KEY)
     async with fake.client() as client:
         mem0 = Mem0Provider(client, base_url=fake.base_url, api_key="wrong-key-123", variant=variant)
-        with pytest.raises(ProviderRejected, match="401"):
+        with pytest.raises(ProviderUnauthorized, match="401") as caught:
             await mem0.list(MEM_A)
+    assert caught.value.reason == "unauthorized" and not isinstance(caught.value, ProviderRejected)
 
 
 async def test_a_stated_write_the_platform_queues_is_unavailable_not_guessed() -> None:

@@ -36,10 +36,10 @@ class Vendors:
         host = request.url.host
         if host == httpx.URL(SLOW_URL).host:
             await asyncio.sleep(self.slow_seconds)
-            return self.slow.handle(request)
+            return await self.slow.respond(request)
         if host == httpx.URL(PLATFORM_URL).host:
-            return self.cloud.handle(request)
-        return self.selfhosted.handle(request)
+            return await self.cloud.respond(request)
+        return await self.selfhosted.respond(request)
 
 
 @pytest.fixture
