@@ -13,7 +13,7 @@ import base64
 import binascii
 from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.audit.chain import COVERED, FIELDS
 from gateway.audit.store import coverage_items_table, decode_covers, entries_table, link, load_coverage
+from gateway.clock import rfc3339
 
 DECISIONS = ("allow", "deny")
 ENTRY = (*FIELDS, "client_request_id", "part", "coverage")  # a decision as a reader gets it
@@ -60,8 +61,7 @@ class InvalidCursor(ValueError):
 
 def stamp(at: datetime) -> str:
     """RFC 3339 UTC with milliseconds, the form `at` is stored and compared in."""
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
+    return rfc3339(at)
 
 
 def _cursor(seq: int, part: int, newest_first: bool) -> str:
