@@ -256,6 +256,9 @@ async def send(services: Any, row_id: str, provider: str, *, row: Any = None) ->
         return Outcome("skipped")
     node = services.store.tree.get(row.memory_id)
     if node is None:
+        await services.store.catch_up()  # deleted, or created by another instance this one has not seen yet
+        node = services.store.tree.get(row.memory_id)
+    if node is None:
         await _finish(services, row, status="failed", last_error="the memory was deleted", lease_until=0,
                       payload="")
         return Outcome("failed", error=ProviderRejected("the memory was deleted"))
