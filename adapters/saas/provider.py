@@ -221,6 +221,7 @@ class SaasProvider(SaasReads, SaasIngest):
             cur, type=or_keep(revision.type, cur.type), title=revised(revision, "title", cur.title),
             content=or_keep(revision.content, cur.content), attributes=or_keep(revision.attributes, cur.attributes),
             references=or_keep(revision.references, cur.references), status="active",
+            version=cur.version + 1, supersedes=cur.version,
             written_by=revision.written_by, write_id=revision.write_id,
             time=RecordTime(written_at=at, valid_from=revised(revision, "valid_from", cur.time.valid_from),
                             valid_to=revised(revision, "valid_to", cur.time.valid_to)),

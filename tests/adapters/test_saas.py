@@ -1,0 +1,251 @@
+"""The SaaS memory adapter against the fake service: configuration, isolation by scope and actor, how a
+record maps onto the vendor's fields, supersession chains, forget as expiry, erase over the chain, and the
+key staying out of everything the adapter says."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import adapters
+from adapters.base import NewRecord, Part, ProviderRejected, RecallQuery, RecordNotFound, Revision, Writer
+from adapters.saas import SaasProvider
+from tests.adapters.fake_saas import BASE_URL, KEY, FakeSaas, saas_provider
+
+AGENT = Writer(kind="member", id="mbr_agent", type="agent")
+PERSON = Writer(kind="member", id="mbr_person", type="human")
+T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+MEM_A = "hmem_" + "a" * 32
+MEM_B = "hmem_" + "b" * 32
+SCOPE_A = "memfed-" + MEM_A
+
+
+def new(text: str, *, type: str = "note", minutes: int = 0, **fields: Any) -> NewRecord:
+    return NewRecord(type=type, content=(Part(type="text", text=text),), written_by=AGENT,
+                     written_at=T0 + timedelta(minutes=minutes), **fields)
+
+
+@pytest.fixture
+def fake() -> FakeSaas:
+    return FakeSaas()
+
+
+@pytest.fixture
+async def saas(fake: FakeSaas) -> AsyncIterator[SaasProvider]:
+    async with saas_provider(fake) as provider:
+        yield provider
+
+
+def vendor(fake: FakeSaas, record_id: str) -> dict[str, Any]:
+    return fake.records[record_id.removeprefix("hrec_")]
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+async def test_factory_opens_the_adapter_from_its_provider_table(tmp_path: Path) -> None:
+    """`adapter = "saas"` names this package; its options are base_url, app_id, scope_prefix, timeout,
+    vector_search, derivation and the ingest polling, and what it writes lands under them."""
+    fake = FakeSaas()
+    async with fake.client() as client:
+        provider = await adapters.factory("saas")(
+            {"base_url": BASE_URL, "app_id": "crm", "scope_prefix": "team-", "timeout": 1.5,
+             "vector_search": False, "derivation": "agent"},
+            client=client, data_dir=tmp_path, api_key=KEY)
+        written = await provider.remember(MEM_A, new("Scoped."))
+    stored = vendor(fake, written.id)
+    assert (stored["app_id"], stored["scope_id"], stored["actor_id"]) == ("crm", "team-" + MEM_A, "team-" + MEM_A)
+    caps = provider.capabilities()
+    assert (caps.derivation, caps.emulated_signals) == ("agent", ("query", "text"))
+
+
+@pytest.mark.parametrize("options, api_key, says", [
+    ({"base_url": BASE_URL, "tenant": "t1"}, KEY, "unknown saas options: tenant"),
+    ({}, KEY, "base_url"),
+    ({"base_url": BASE_URL}, None, "API key"),
+    ({"base_url": BASE_URL, "vector_search": "yes"}, KEY, "vector_search"),
+    ({"base_url": BASE_URL, "derivation": "background"}, KEY, "derivation"),
+    ({"base_url": BASE_URL, "scope_prefix": "a b"}, KEY, "scope_prefix"),
+])  # fmt: skip
+async def test_factory_refuses_a_table_it_cannot_use(tmp_path: Path, options: dict[str, Any], api_key: str | None,
+                                                     says: str) -> None:
+    """A bad provider table fails at start with a ValueError naming the setting (a tenant is never one)."""
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(ValueError, match=says):
+            await adapters.factory("saas")(options, client=client, data_dir=tmp_path, api_key=api_key)
+
+
+# --------------------------------------------------------------------------- isolation
+
+
+async def test_every_call_names_the_scope_and_never_the_tenant(saas: SaasProvider, fake: FakeSaas) -> None:
+    """Writes carry scope_id = actor_id = prefix + memory id and the app; no request names a tenant."""
+    first = await saas.remember(MEM_A, new("Acme renews in March."))
+    await saas.revise(MEM_A, first.id, Revision(written_by=PERSON, written_at=T0 + timedelta(minutes=1),
+                                                title="Renewal"))
+    await saas.recall([MEM_A], RecallQuery(query="Acme renewal"))
+    await saas.list(MEM_A)
+    for body in fake.bodies("POST", "/records") + fake.bodies("POST", "/recall"):
+        assert (body["scope_id"], body["actor_id"], body["app_id"]) == (SCOPE_A, SCOPE_A, "memfed")
+    for _, _, params, body in fake.requests:
+        assert "tenant" not in str(params) and "tenant" not in str(body)
+
+
+async def test_records_not_filed_under_the_memorys_actor_are_never_read(saas: SaasProvider, fake: FakeSaas) -> None:
+    """A tenant-shared record (no actor) and another actor's record placed in the memory's scope are not
+    the memory's: list, recall and get all leave them out (enforced_filter)."""
+    mine = await saas.remember(MEM_A, new("Acme renewal is in March."))
+    shared = fake.put(content="Acme renewal shared with the whole tenant.", kind="semantic",
+                      scope_id=SCOPE_A, app_id="memfed")
+    other = fake.put(content="Acme renewal of another actor.", kind="semantic", scope_id=SCOPE_A,
+                     app_id="memfed", actor_id="someone-else")
+
+    assert [r.id for r in (await saas.list(MEM_A, include="all")).items] == [mine.id]
+    for signal in ({"query": "Acme renewal"}, {"text": "Acme renewal"}):
+        hits = (await saas.recall([MEM_A], RecallQuery(**signal))).hits  # type: ignore[arg-type]
+        assert [h.record.id for h in hits] == [mine.id]
+    for vendor_id in (shared, other):
+        with pytest.raises(RecordNotFound):
+            await saas.get(MEM_A, "hrec_" + vendor_id)
+
+
+async def test_another_tenants_key_sees_nothing(fake: FakeSaas) -> None:
+    """The tenant is the key's: the same memory id under another key is another store."""
+    fake.keys["sk-other"] = "tenant-b"
+    async with saas_provider(fake) as saas:
+        written = await saas.remember(MEM_A, new("Tenant A's record."))
+    async with fake.client() as client:
+        other = SaasProvider(client, base_url=BASE_URL, api_key="sk-other", ingest_poll=0)
+        assert (await other.list(MEM_A)).items == ()
+        with pytest.raises(RecordNotFound):
+            await other.get(MEM_A, written.id)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@pytest.mark.parametrize("record_type, kind, category", [
+    ("fact", "semantic", None), ("entity", "semantic", None), ("link", "semantic", None),
+    ("episode", "episodic", None), ("procedure", "procedural", None), ("note", "semantic", "note"),
+])  # fmt: skip
+async def test_types_map_onto_kinds_and_read_back_as_written(saas: SaasProvider, fake: FakeSaas, record_type: str,
+                                                             kind: str, category: str | None) -> None:
+    """fact, entity, link: semantic; episode: episodic; procedure: procedural; note: semantic with
+    category note. The type, title and parts come back from memfed's metadata unchanged."""
+    written = await saas.remember(MEM_A, new("Words.", type=record_type, title="A title"))
+    stored = vendor(fake, written.id)
+    assert (stored["kind"], stored.get("category")) == (kind, category)
+    read = await saas.get(MEM_A, written.id)
+    assert (read.type, read.title, read.content) == (record_type, "A title", (Part(type="text", text="Words."),))
+
+
+async def test_importance_tier_and_expiry_come_from_the_record(saas: SaasProvider, fake: FakeSaas) -> None:
+    """attributes.importance and attributes.tier become the vendor's fields (defaults 0.5, contextual);
+    attributes.category its category; time.valid_to its expiry; everything else stays in metadata."""
+    until = datetime(2030, 1, 1, tzinfo=UTC)
+    ranked = await saas.remember(MEM_A, new("Key fact.", type="fact", valid_to=until,
+                                            attributes={"importance": 0.9, "tier": "core", "category": "billing"}))
+    plain = await saas.remember(MEM_A, new("Plain fact.", type="fact"))
+
+    stored = vendor(fake, ranked.id)
+    assert (stored["importance"], stored["tier"], stored["category"]) == (0.9, "core", "billing")
+    assert datetime.fromisoformat(stored["expires_at"]) == until
+    assert (vendor(fake, plain.id)["importance"], vendor(fake, plain.id)["tier"]) == (0.5, "contextual")
+    assert dict((await saas.get(MEM_A, ranked.id)).attributes) == {"importance": 0.9, "tier": "core",
+                                                                   "category": "billing"}
+
+
+@pytest.mark.parametrize("attributes", [{"importance": 2}, {"importance": "high"}, {"importance": True},
+                                        {"tier": "top"}, {"category": 7}])
+async def test_an_attribute_the_vendor_cannot_hold_is_refused_before_sending(
+        saas: SaasProvider, fake: FakeSaas, attributes: dict[str, Any]) -> None:
+    """A bad importance, tier or category is the caller's mistake: refused, and nothing reaches the vendor."""
+    with pytest.raises(ProviderRejected):
+        await saas.remember(MEM_A, new("Words.", attributes=attributes))
+    assert fake.requests == []
+
+
+async def test_revise_supersedes_and_the_chain_is_the_history(saas: SaasProvider, fake: FakeSaas) -> None:
+    """Each revise is a vendor supersede: the old vendor record is kept, superseded by the new; the memfed
+    id stays the chain's first; history is the chain; the vendor hides the old one from recall."""
+    first = await saas.remember(MEM_A, new("Acme renews in March."))
+    text = (Part(type="text", text="Acme renews in April."),)
+    second = await saas.revise(MEM_A, first.id, Revision(written_by=PERSON, written_at=T0 + timedelta(1),
+                                                         content=text))
+    third = await saas.revise(MEM_A, first.id, Revision(written_by=AGENT, written_at=T0 + timedelta(2),
+                                                        title="Renewal month"))
+
+    assert second.id == third.id == first.id and third.version == 3
+    root = vendor(fake, first.id)
+    middle = fake.records[root["superseded_by"]]
+    head = fake.records[middle["superseded_by"]]
+    assert (middle["supersedes"], head["supersedes"], head["superseded_by"]) == (root["id"], middle["id"], None)
+    assert [(v.version, v.status, v.written_by) for v in await saas.history(MEM_A, first.id)] == [
+        (1, "superseded", AGENT), (2, "superseded", PERSON), (3, "active", AGENT)]
+    with pytest.raises(RecordNotFound):  # a later link does not name a record of its own
+        await saas.get(MEM_A, "hrec_" + middle["id"])
+    hits = (await saas.recall([MEM_A], RecallQuery(text="Acme"))).hits
+    assert [(h.record.id, h.record.version) for h in hits] == [(first.id, 3)]
+    everything = (await saas.recall([MEM_A], RecallQuery(text="Acme", include="all"))).hits
+    assert [(h.record.id, h.record.version) for h in everything] == [(first.id, 3)]
+
+
+async def test_forget_expires_the_head_and_keeps_history(saas: SaasProvider, fake: FakeSaas) -> None:
+    """Forget sets the head's expiry to the forget time: the vendor calls it expired and leaves it out of
+    recall; memfed lists it with include all, shows it forgotten, and history keeps what was forgotten."""
+    kept = await saas.remember(MEM_A, new("Acme stays."))
+    gone = await saas.remember(MEM_A, new("Acme goes."))
+    at = T0 + timedelta(hours=1)
+
+    closed = await saas.forget(MEM_A, gone.id, PERSON, at)
+
+    assert (closed.status, closed.version, closed.written_by) == ("forgotten", 2, PERSON)
+    assert datetime.fromisoformat(vendor(fake, gone.id)["expires_at"]) == at
+    assert fake._public(vendor(fake, gone.id))["status"] == "expired"
+    assert [h.record.id for h in (await saas.recall([MEM_A], RecallQuery(text="Acme"))).hits] == [kept.id]
+    assert {r.id for r in (await saas.list(MEM_A, include="all")).items} == {kept.id, gone.id}
+    chain = await saas.history(MEM_A, gone.id)
+    assert [(v.status, v.content) for v in chain] == [("superseded", gone.content), ("forgotten", gone.content)]
+    again = await saas.revise(MEM_A, gone.id, Revision(written_by=AGENT, written_at=at + timedelta(1),
+                                                       title="Back"))
+    assert (again.status, again.version) == ("active", 3)
+
+
+async def test_erase_forgets_every_record_of_the_chain_for_good(saas: SaasProvider, fake: FakeSaas) -> None:
+    """Erase is the vendor's permanent forget by ids over the whole chain; nothing is left to report
+    unreachable, and the vendor holds none of the chain afterwards."""
+    doomed = await saas.remember(MEM_A, new("Secret plan."))
+    await saas.revise(MEM_A, doomed.id, Revision(written_by=PERSON, written_at=T0 + timedelta(1), title="v2"))
+    chain_ids = {i for i, r in fake.records.items() if "Secret" in r["content"] or r["content"].startswith("v2")}
+    assert len(chain_ids) == 2
+
+    erasure = await saas.erase(MEM_A, [doomed.id])
+
+    assert (erasure.erased, erasure.unreachable) == ((doomed.id,), ())
+    assert set(fake.bodies("POST", "/forget")[0]["ids"]) == chain_ids
+    assert not chain_ids & fake.records.keys()
+
+
+async def test_a_repeated_write_is_answered_once_by_its_idempotency_key(saas: SaasProvider, fake: FakeSaas) -> None:
+    """A store whose answer was lost and is sent again with the same write id makes one vendor record."""
+    fake.fail("applied_timeout", path="/records")
+    record = new("Acme renews in March.", write_id="wr_1")
+    with pytest.raises(Exception, match="did not answer"):
+        await saas.remember(MEM_A, record)
+    found = await saas.find_write(MEM_A, "wr_1")
+    again = await saas.remember(MEM_A, record)
+    assert found is not None and found.id == again.id
+    assert len(fake.records) == 1
+
+
+async def test_the_key_is_never_in_what_the_adapter_says(saas: SaasProvider, fake: FakeSaas) -> None:
+    """Neither the adapter's repr nor a failure's message carries the API key."""
+    fake.fail("500")
+    with pytest.raises(Exception) as caught:
+        await saas.remember(MEM_A, new("Words."))
+    assert KEY not in repr(saas) and KEY not in str(caught.value)
