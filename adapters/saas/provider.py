@@ -144,7 +144,7 @@ class SaasProvider(SaasReads, SaasIngest):
 
     def _scope(self, memory_id: str) -> dict[str, str]:
         scope = self._prefix + memory_id
-        if not _SCOPE_ID.fullmatch(scope):
+        if not memory_id or not _SCOPE_ID.fullmatch(scope):
             raise ProviderRejected("a memory id the SaaS memory API cannot hold as a scope id")
         return {w.F_ACTOR: scope, w.F_APP: self._app, w.F_SCOPE: scope}
 
