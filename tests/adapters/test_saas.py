@@ -4,6 +4,7 @@ key staying out of everything the adapter says."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -62,6 +63,21 @@ async def test_factory_opens_the_adapter_from_its_provider_table(tmp_path: Path)
     assert (stored["app_id"], stored["scope_id"], stored["actor_id"]) == ("crm", "team-" + MEM_A, "team-" + MEM_A)
     caps = provider.capabilities()
     assert (caps.derivation, caps.emulated_signals) == ("agent", ("query", "text"))
+
+
+async def test_the_example_configs_saas_table_opens_the_adapter(tmp_path: Path) -> None:
+    """config.example.toml's `[providers.saas]`, uncommented, is a table the adapter accepts as it stands."""
+    from gateway.config import load
+
+    example = Path(__file__).resolve().parents[2] / "config.example.toml"
+    enabled = re.sub(r"(?m)^# ?(\[|[a-z_]+ = )", r"\1", example.read_text())
+    (tmp_path / "all.toml").write_text(enabled)
+    table = load(tmp_path / "all.toml").providers["saas"]
+    assert (table.adapter, table.api_key_env, table.timeout) == ("saas", "SAAS_MEMORY_KEY", 5.0)
+    async with httpx.AsyncClient() as client:
+        provider = await adapters.factory("saas")({**table.options, "base_url": table.base_url},
+                                                  client=client, data_dir=tmp_path, api_key=KEY)
+    assert provider.capabilities().derivation == "none"
 
 
 @pytest.mark.parametrize("options, api_key, says", [
