@@ -12,7 +12,9 @@ documentation (shared/spec/saas-memory-api.txt) says the service does:
   only on a strong match: every query word present, or cosine >= 0.6); without a query it is a filter-only
   listing by tier, then importance, then recency. Expired and superseded records only when asked;
 - the embedding is this fake's own and deterministic: hashed character trigrams of the lower-cased words,
-  512 buckets, no model. It stands for "meaning" only as far as shared spelling goes;
+  512 buckets, no model, and a similarity floor of 0.15 for the vector list. It stands for "meaning" only
+  as far as shared spelling goes. Record ids are numbered in order of storing, so ties break the same way
+  on every run;
 - privacy: recall with `actor_id` sees that actor's records and tenant-shared ones (no actor), never
   another actor's, and the vector list is re-checked against the same filter;
 - supersession keeps history (`superseded_by`, `supersedes`); superseding a superseded record is 409;
@@ -35,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -59,6 +60,7 @@ _TIER_ORDER = {"core": 0, "contextual": 1, "archival": 2}
 _TIER_WEIGHT = {"core": 1.25, "contextual": 1.0, "archival": 0.8}
 _WORD = re.compile(r"[a-z0-9]+")
 _DIM = 512
+VECTOR_FLOOR = 0.15  # below it a record is no vector candidate: trigram noise, not likeness
 
 
 def words(text: str) -> list[str]:
@@ -114,6 +116,7 @@ class FakeSaas:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self._replays: dict[tuple[str, str], httpx.Response] = {}
         self._failures: list[tuple[FailMode, str | None, float]] = []
+        self._made = 0
 
     # ------------------------------------------------------------------ test hooks
 
@@ -292,7 +295,8 @@ class FakeSaas:
         self._charge(tenant, [fields["content"]], 1)
         at = _iso(self.now())
         record = {f: fields.get(f) for f in _STORE_FIELDS}
-        record.update(id=record_id or "mrec_" + uuid.uuid4().hex, supersedes=supersedes, superseded_by=None,
+        self._made += 1
+        record.update(id=record_id or f"mrec_{self._made:012d}", supersedes=supersedes, superseded_by=None,
                       created_at=fields.get("created_at") or at, updated_at=at, _tenant=tenant,
                       _vector=embed(fields["content"]) if self.embedding else None)
         record["metadata"] = record["metadata"] or {}
@@ -392,7 +396,7 @@ class FakeSaas:
             for record in pool:
                 # Re-checked against the same filter (the documented privacy rule): `pool` is filtered.
                 similarity = cosine(question, record["_vector"] or embed(record["content"]))
-                if similarity > 0.05:
+                if similarity >= VECTOR_FLOOR:
                     vector.append((similarity, record))
             vector.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
         lex_rank = {r["id"]: i for i, (_, r) in enumerate(lexical, start=1)}
@@ -458,7 +462,8 @@ class FakeSaas:
         fields = self._fields(body, {"transcript", "mode", "actor_id", "app_id", "scope_id", "session_id"})
         if fields.get("mode") not in ("smart", "raw") or not str(fields.get("transcript", "")).strip():
             raise _Refusal(400, "invalid_request", "ingest needs a transcript and a mode of smart or raw")
-        job_id = "job_" + uuid.uuid4().hex
+        self._made += 1
+        job_id = f"job_{self._made:012d}"
         self.jobs[job_id] = {"id": job_id, "status": "queued", "record_ids": [], "_tenant": tenant, "_ask": fields}
         return job_id
 
