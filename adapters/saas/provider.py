@@ -52,6 +52,7 @@ log = logging.getLogger("memfed.adapters.saas")
 
 # Scope and app ids travel in bodies and query strings and are compared exactly: a plain alphabet.
 _SCOPE_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,200}")
+_RACES = 8  # supersedes of one record that may lose a race to another before the revise gives up
 _OPTIONS = {"base_url", "timeout", "app_id", "scope_prefix", "vector_search", "derivation", "ingest_poll",
             "ingest_polls"}
 
@@ -210,6 +211,17 @@ class SaasProvider(SaasReads, SaasIngest):
         return self._versions([item], memory_id)[-1]
 
     async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
+        """Supersede the chain's head. Two revises of one record at once read the same head and the
+        vendor takes only the first supersede of it: the other reads the chain again and supersedes the
+        new head, so both are kept, one after the other, as they would be one at a time."""
+        for _ in range(_RACES - 1):
+            try:
+                return await self._revise_once(memory_id, record_id, revision)
+            except w.Superseded:
+                log.info("a saas record was superseded while it was revised; revising the new head")
+        return await self._revise_once(memory_id, record_id, revision)
+
+    async def _revise_once(self, memory_id: str, record_id: str, revision: Revision) -> Record:
         chain = await self._chain(memory_id, record_id)
         versions = self._versions(chain, memory_id)
         if revision.write_id is not None and (done := _by_write(versions, revision.write_id)) is not None:
@@ -229,8 +241,9 @@ class SaasProvider(SaasReads, SaasIngest):
         _check_content(new)
         head = str(chain[-1][w.F_ID])
         body = {**records.fields(new, root=str(chain[0][w.F_ID])), **self._scope(memory_id)}
-        item = await self._wire.send(w.supersede(head, body,
-                                                 idempotency_key=_key("revise", revision.write_id)))
+        # The key names the head too: a retry after a race supersedes another head, a new request.
+        key = _key(f"revise-{head}", revision.write_id)
+        item = await self._wire.send(w.supersede(head, body, idempotency_key=key))
         if not isinstance(item, Mapping) or not self._ours(item, memory_id):
             raise ProviderUnavailable("the SaaS memory API answered a supersede with a record memfed cannot read")
         return self._versions([*chain, item], memory_id)[-1]

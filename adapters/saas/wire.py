@@ -61,6 +61,7 @@ VENDOR_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 E_EMPTY_SELECTOR = "empty_selector"
 E_RECORD_CAP = "record_cap_exceeded"
+E_CONFLICT = "conflict"  # a supersede of a record another call superseded first
 E_TOKEN_QUOTA = "token_quota_exceeded"  # noqa: S105 - an error code, not a secret
 
 
@@ -78,6 +79,10 @@ class TokenQuotaExceeded(Unsupported):
 
 class EmptySelector(ProviderRejected):
     """A bulk forget with nothing to select by: memfed refuses to build one (and the vendor too)."""
+
+
+class Superseded(ProviderRejected):
+    """The record was superseded by another call between memfed's read and its supersede."""
 
 
 class Secret:
@@ -360,6 +365,8 @@ class Wire:
         if code == E_TOKEN_QUOTA:
             return TokenQuotaExceeded(f"the SaaS memory API refused the write: token_quota_exceeded (the "
                                       f"tenant's token quota is spent; nothing was stored): {message}")
+        if status == 409 and code == E_CONFLICT:
+            return Superseded(f"the SaaS memory API refused {what}: the record was superseded meanwhile")
         if code == E_EMPTY_SELECTOR:
             return EmptySelector(f"the SaaS memory API refused a forget without a selector ({said})")
         if 400 <= status < 500:

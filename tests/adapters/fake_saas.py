@@ -34,6 +34,7 @@ write is applied.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import re
@@ -121,7 +122,13 @@ class FakeSaas:
     # ------------------------------------------------------------------ test hooks
 
     def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handle)
+        return httpx.MockTransport(self.respond)
+
+    async def respond(self, request: httpx.Request) -> httpx.Response:
+        """`handle`, after giving other tasks a turn, as a network round trip would: calls made at once
+        interleave, so a read-then-write race can happen here as it does at the real service."""
+        await asyncio.sleep(0)
+        return self.handle(request)
 
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=self.transport())

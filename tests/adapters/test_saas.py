@@ -265,3 +265,19 @@ async def test_the_key_is_never_in_what_the_adapter_says(saas: SaasProvider, fak
     with pytest.raises(Exception) as caught:
         await saas.remember(MEM_A, new("Words."))
     assert KEY not in repr(saas) and KEY not in str(caught.value)
+
+
+async def test_concurrent_revises_of_one_record_are_all_kept_in_turn(saas: SaasProvider, fake: FakeSaas) -> None:
+    """Five revises at once read the same head; the vendor takes one supersede of it and refuses the rest
+    (409 conflict); each refused one reads the chain again, so all five are kept, one after another."""
+    import asyncio
+
+    first = await saas.remember(MEM_A, new("Plan zero."))
+    answers = await asyncio.gather(*(
+        saas.revise(MEM_A, first.id, Revision(written_by=PERSON, written_at=T0 + timedelta(minutes=i),
+                                              title=f"Plan {i}")) for i in range(1, 6)))
+    assert sorted(a.version for a in answers) == [2, 3, 4, 5, 6]
+    chain = await saas.history(MEM_A, first.id)
+    assert sorted(v.title for v in chain[1:] if v.title) == [f"Plan {i}" for i in range(1, 6)]
+    assert [r for r in fake.records.values() if r["superseded_by"] is None] != []
+    assert sum(1 for r in fake.records.values() if r["superseded_by"] is None) == 1

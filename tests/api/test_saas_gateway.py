@@ -28,10 +28,10 @@ class Vendors:
     saas: FakeSaas
     mem0: FakeMem0
 
-    def handle(self, request: httpx.Request) -> httpx.Response:
+    async def handle(self, request: httpx.Request) -> httpx.Response:
         if request.url.host == httpx.URL(BASE_URL).host:
-            return self.saas.handle(request)
-        answer: httpx.Response = self.mem0.handle(request)
+            return await self.saas.respond(request)
+        answer: httpx.Response = await self.mem0.respond(request)
         return answer
 
 
