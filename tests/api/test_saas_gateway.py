@@ -230,3 +230,30 @@ async def test_a_deriving_provider_also_runs_a_smart_job(deriving: tuple[Gateway
     listed = (await gw.admin.get(f"/v1/memories/{memory['id']}/records")).json()["data"]
     derived = sorted(r["content"][0]["text"] for r in listed if r["written_by"]["kind"] == "provider")
     assert derived == ["Dana prefers email over phone calls.", "The invoice address changed in May."]
+
+
+async def test_an_attribute_the_vendor_cannot_hold_is_the_callers_422(three: tuple[Gateway, Vendors]) -> None:
+    """attributes.importance outside 0..1 or an unknown tier is the caller's mistake: 422 memory_invalid
+    in the error envelope, nothing sent to the vendor, never a 500 nor a provider failure."""
+    gw, vendors = three
+    memory = await gw.root("Ranked", provider="saas")
+    for attributes in ({"importance": 5}, {"tier": "platinum"}):
+        answer = await gw.admin.post(f"/v1/memories/{memory['id']}/records",
+                                     json={"content": "x", "attributes": attributes})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["code"] == "memory_invalid"
+    assert vendors.saas.records == {} and vendors.saas.bodies("POST", "/records") == []
+    assert gw.services.providers["saas"].breaker.failures == 0
+
+
+async def test_forgotten_records_come_back_only_with_include_all(three: tuple[Gateway, Vendors]) -> None:
+    """A forgotten saas record (expired at the vendor) leaves recall, and `include: all` brings it back
+    marked forgotten."""
+    gw, _ = three
+    memory = await gw.root("Forgetful", provider="saas")
+    gone = await write(gw, memory["id"], {"type": "fact", "content": "Acme renews in March"})
+    assert (await gw.admin.delete(f"/v1/memories/{memory['id']}/records/{gone['id']}")).status_code == 200
+    url = f"/v1/memories/{memory['id']}/recall"
+    assert (await gw.admin.post(url, json={"text": "Acme"})).json()["results"] == []
+    shown = (await gw.admin.post(url, json={"text": "Acme", "include": "all"})).json()["results"]
+    assert [(r["record"]["id"], r["record"]["status"]) for r in shown] == [(gone["id"], "forgotten")]
