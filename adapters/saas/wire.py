@@ -33,11 +33,8 @@ log = logging.getLogger("memfed.adapters.saas")
 
 # --------------------------------------------------------------------------- vocabulary (documented)
 
-KINDS = ("semantic", "episodic", "procedural")
 TIERS = ("core", "contextual", "archival")
 DEFAULT_TIER = "contextual"  # the documentation: "contextual is the default"
-STATUS_ACTIVE, STATUS_SUPERSEDED, STATUS_EXPIRED = "active", "superseded", "expired"
-INGEST_MODES = ("smart", "raw")
 JOB_DONE, JOB_FAILED = "done", "failed"
 JOB_STATES = ("queued", "running", JOB_DONE, JOB_FAILED)
 
@@ -51,7 +48,6 @@ F_METADATA, F_STATUS, F_SUPERSEDES, F_SUPERSEDED_BY = "metadata", "status", "sup
 F_EXPIRES, F_CREATED, F_UPDATED = "expires_at", "created_at", "updated_at"
 
 RECALL_LIMIT = 100  # the documented 1..100 of one recall
-LIST_LIMIT = 100  # one page of GET /records (inferred)
 EXPORT_MAX_LINES = 1_000_000  # a guard against an export that never ends
 
 # The vendor's ids travel in paths: held to a plain alphabet, so no id can change the path it is put in.
@@ -141,13 +137,6 @@ def supersede(vendor_id: str, fields: Mapping[str, Any], *, idempotency_key: str
                 idempotency_key=idempotency_key)
 
 
-def listing(scope: Mapping[str, str], *, status: str = "all", cursor: str | None = None) -> Call:
-    params: dict[str, Any] = {**scope, "status": status, "limit": LIST_LIMIT}
-    if cursor is not None:
-        params["cursor"] = cursor
-    return Call("GET", "/records", params=params)
-
-
 def recall(scope: Mapping[str, str], *, query: str | None, limit: int, kind: str | None = None,
            tier: str | None = None, category: str | None = None, include_hidden: bool = False) -> Call:
     body: dict[str, Any] = {**scope, "limit": max(1, min(RECALL_LIMIT, limit))}
@@ -203,17 +192,6 @@ def _path_id(value: str) -> str:
 
 
 # --------------------------------------------------------------------------- reading answers
-
-
-def records_of(body: Any) -> tuple[list[Mapping[str, Any]], str | None]:
-    """The records of a listing page, and its `next_cursor`."""
-    if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
-        raise ProviderUnavailable("the SaaS memory API answered a listing without `data`")
-    items = body["data"]
-    if not all(isinstance(i, Mapping) for i in items):
-        raise ProviderUnavailable("the SaaS memory API listed something that is not a record")
-    cursor = body.get("next_cursor")
-    return items, cursor if isinstance(cursor, str) and cursor else None
 
 
 @dataclass(frozen=True)
