@@ -26,7 +26,8 @@ documentation (shared/spec/saas-memory-api.txt) says the service does:
 - ingest queues a job (202 `{job_id}`) that moves queued -> running -> done one poll at a time: `raw`
   stores the transcript as one episodic record, `smart` stores each statement of it (a sentence of four
   words or more that is not a question) as a semantic record;
-- writes honour `Idempotency-Key` (the first answer is replayed); export and import are NDJSON.
+- writes honour `Idempotency-Key` (the first answer is replayed); export and import are NDJSON (record ids
+  are one space across tenants here, so an import skips an id any tenant holds).
 
 Tests make it fail on purpose with `fail(...)`: a 500, a 429 with Retry-After, a timeout before or after the
 write is applied.
