@@ -16,7 +16,7 @@ import pytest
 
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.adapters.fake_saas import BASE_URL, KEY, FakeSaas
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, held_by, migrate, seed
 
 SAAS_ENV = "MEMFED_TEST_SAAS_KEY"
