@@ -16,13 +16,12 @@ yields one version, or two when it was forgotten. Version numbers are places in 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
-
-import orjson
 
 from adapters.base import (
     Follows,
@@ -123,8 +122,10 @@ def fields(version: Record, *, root: str | None = None, forgotten: Forgotten | N
     if (category := category_of(version.type, attributes)) is not None:
         body[w.F_CATEGORY] = category
     try:
-        orjson.dumps(body)  # a NaN or an object JSON cannot carry is refused here, before anything is sent
-    except TypeError as exc:
+        # A NaN (which a JSON encoder would send as bare NaN or null) or an object JSON cannot carry is
+        # refused here, as the caller's mistake, before anything is sent.
+        json.dumps(body, allow_nan=False)
+    except (TypeError, ValueError) as exc:
         raise ProviderRejected(f"the record cannot be stored at the SaaS memory: {exc}") from exc
     return body
 

@@ -177,7 +177,8 @@ async def test_importance_tier_and_expiry_come_from_the_record(saas: SaasProvide
 
 
 @pytest.mark.parametrize("attributes", [{"importance": 2}, {"importance": "high"}, {"importance": True},
-                                        {"tier": "top"}, {"category": 7}])
+                                        {"importance": float("nan")}, {"tier": "top"}, {"category": 7},
+                                        {"score": float("nan")}, {"nested": {"x": float("inf")}}])
 async def test_an_attribute_the_vendor_cannot_hold_is_refused_before_sending(
         saas: SaasProvider, fake: FakeSaas, attributes: dict[str, Any]) -> None:
     """A bad importance, tier or category is the caller's mistake: refused, and nothing reaches the vendor."""
