@@ -282,3 +282,12 @@ async def test_concurrent_revises_of_one_record_are_all_kept_in_turn(saas: SaasP
     assert sorted(v.title for v in chain[1:] if v.title) == [f"Plan {i}" for i in range(1, 6)]
     assert [r for r in fake.records.values() if r["superseded_by"] is None] != []
     assert sum(1 for r in fake.records.values() if r["superseded_by"] is None) == 1
+
+
+async def test_a_recall_over_two_memories_answers_from_both_and_no_third(saas: SaasProvider) -> None:
+    """One scope per vendor recall (searches_many_memories: false), so the adapter asks each memory's scope
+    in turn: both memories answer, a third holding the same words does not."""
+    mem_c = "hmem_" + "c" * 32
+    found = {m: await saas.remember(m, new(f"Acme renewal for {m[-1]}.")) for m in (MEM_A, MEM_B, mem_c)}
+    hits = (await saas.recall([MEM_A, MEM_B], RecallQuery(query="Acme renewal"))).hits
+    assert {(h.record.memory_id, h.record.id) for h in hits} == {(m, found[m].id) for m in (MEM_A, MEM_B)}
