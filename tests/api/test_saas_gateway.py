@@ -257,3 +257,23 @@ async def test_forgotten_records_come_back_only_with_include_all(three: tuple[Ga
     assert (await gw.admin.post(url, json={"text": "Acme"})).json()["results"] == []
     shown = (await gw.admin.post(url, json={"text": "Acme", "include": "all"})).json()["results"]
     assert [(r["record"]["id"], r["record"]["status"]) for r in shown] == [(gone["id"], "forgotten")]
+
+
+async def test_deleting_a_saas_memory_forgets_its_scope_only(three: tuple[Gateway, Vendors]) -> None:
+    """DELETE of a memory on saas is one bulk forget naming its scope, actor and app; the sibling memory's
+    records stay, and erase of a record removes its whole chain at the vendor."""
+    gw, vendors = three
+    root = await gw.root("Company", provider="saas")
+    doomed = await gw.child(gw.admin, root["id"], "Doomed")
+    kept = await write(gw, root["id"], {"content": "stays"})
+    for i in range(3):
+        await write(gw, doomed["id"], {"content": f"goes {i}"})
+    assert (await gw.admin.delete(f"/v1/memories/{doomed['id']}")).status_code == 200
+    scope = "memfed-" + doomed["id"]
+    assert vendors.saas.bodies("POST", "/forget") == [{"scope_id": scope, "actor_id": scope, "app_id": "memfed-test"}]
+    assert [r["content"] for r in vendors.saas.records.values()] == ["stays"]
+    revised = await gw.admin.patch(f"/v1/memories/{root['id']}/records/{kept['id']}", json={"content": "v2"})
+    assert revised.status_code == 200, revised.text
+    erased = await gw.admin.post(f"/v1/memories/{root['id']}/erase", json={"record_ids": [kept["id"]]})
+    assert erased.status_code == 200 and erased.json()["erased"] == [kept["id"]], erased.text
+    assert erased.json()["unreachable"] == [] and vendors.saas.records == {}
