@@ -64,12 +64,22 @@ async def saas_no_vectors(scratch: Path) -> AsyncIterator[Provider]:
         yield provider
 
 
+@asynccontextmanager
+async def saas_deriving(scratch: Path) -> AsyncIterator[Provider]:
+    """The SaaS memory configured to derive (`derivation = "agent"`): episodes also go to smart ingest."""
+    from tests.adapters.fake_saas import saas_provider
+
+    async with saas_provider(derivation="agent") as provider:
+        yield provider
+
+
 HARNESSES: dict[str, Harness] = {
     "local": local,
     "mem0-platform": mem0_platform,
     "mem0-oss": mem0_oss,
     "saas": saas,
     "saas-no-vectors": saas_no_vectors,
+    "saas-deriving": saas_deriving,
 }
 
 

@@ -495,3 +495,15 @@ async def test_an_episode_is_kept_as_written_and_nothing_is_derived_unless_decla
     assert (read.type, read.content, read.written_by) == ("episode", (Part(type="text", text=said),), AGENT)
     if caps.derivation == "none":
         assert ids((await provider.list(M1, include="all")).items) == [episode.id]
+
+
+async def test_a_provider_deriving_by_agent_adds_records_of_its_own(provider: Provider, stamps: Stamps) -> None:
+    """derivation "agent": an episode written also yields what the provider's own agent derives from it,
+    by the time the write returns, each written by the provider and kept apart from the episode."""
+    if provider.capabilities().derivation != "agent":
+        pytest.skip("the capability document does not declare derivation: agent")
+    said = "Dana prefers email over phone calls. The invoice address changed in May."
+    episode = await provider.remember(M1, stamps.record(said, type="episode"))
+    others = [r for r in (await provider.list(M1, include="all")).items if r.id != episode.id]
+    assert others and all(r.written_by.kind == "provider" for r in others)
+    assert (await provider.get(M1, episode.id)).written_by == AGENT
