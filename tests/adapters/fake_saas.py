@@ -549,4 +549,4 @@ async def saas_provider(fake: FakeSaas | None = None, **options: Any) -> AsyncIt
 
     fake = fake or FakeSaas()
     async with fake.client() as client:
-        yield SaasProvider(client, base_url=BASE_URL, api_key=KEY, ingest_poll=0, **options)
+        yield SaasProvider(client, base_url=BASE_URL, api_key=KEY, **{"ingest_poll": 0, **options})

@@ -178,3 +178,18 @@ async def test_an_episode_sent_again_is_the_same_job_and_record(saas: SaasProvid
     assert len(fake.records) == 1 and len(fake.jobs) == 1
     assert (again.type, again.write_id) == ("episode", "wr_ep")
     assert (await saas.find_write(MEM_A, "wr_ep")) == again
+
+
+async def test_an_episode_cancelled_while_its_job_runs_is_finished_by_sending_it_again(fake: FakeSaas) -> None:
+    """The gateway's timeout cancels the write between two polls of its job; sent again with the same write
+    id, it polls the same job to its end: one job, one record, with memfed's metadata."""
+    import asyncio
+
+    episode = new("The customer asked for a refund.", type="episode", write_id="wr_cancel")
+    async with saas_provider(fake, ingest_poll=0.05) as saas:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(saas.remember(MEM_A, episode), timeout=0.02)
+        assert [job["status"] for job in fake.jobs.values()] == ["running"]
+        again = await saas.remember(MEM_A, episode)
+    assert len(fake.jobs) == 1 and len(fake.records) == 1
+    assert (again.type, again.write_id, again.written_by) == ("episode", "wr_cancel", AGENT)
