@@ -14,9 +14,9 @@ lists are fused by reciprocal rank fusion, `why` naming the signals that found a
 - `filters` narrow by kind, tier and category at the vendor (its filter-only recall, ordered by tier,
   importance, recency); a condition on any other field is judged here over the whole scope, which is
   complete. Every condition is checked here again on what comes back.
-`types` narrow every list (by kind at the vendor, by type here); where memfed drops records from a list
-the vendor had already cut at its limit, fewer may come back than exist, and `degraded` says
-`filters:applied_after_ranking`. The vendor's scores order its own lists only; they are never compared
+`types` narrow every list (by kind at the vendor, by type here); a list memfed narrowed that came back
+full and short is asked again at the vendor's largest limit, and where it is still short, fewer may come
+back than exist, and `degraded` says `filters:applied_after_ranking`. The vendor's scores order its own lists only; they are never compared
 with another provider's (the gateway fuses by rank).
 """
 
@@ -159,13 +159,22 @@ class SaasReads:
 
     async def _vendor_recall(self, memory_id: str, text: str, query: RecallQuery, depth: int, *,
                              lexical: bool) -> tuple[builtins.list[tuple[Record, float]], bool, builtins.list[str]]:
-        call = w.recall(self._scope(memory_id), query=text, limit=depth, kind=self._kinds(query),
-                        include_hidden=query.include == "all")
-        results, embedded = w.recalled(await self._wire.send(call))
-        if lexical:
-            results = sorted((r for r in results if r.lexical_rank is not None), key=lambda r: r.lexical_rank or 0)
-        ranked = await self._decoded([(r.record, r.score) for r in results], memory_id, query)
-        return ranked, embedded, _cut(len(results), depth, len(ranked))
+        """One list from the vendor's recall, asked again at the vendor's largest limit when memfed's own
+        narrowing (types, forgotten records, the vector half for `text`) left fewer than asked of a full
+        answer."""
+        while True:
+            call = w.recall(self._scope(memory_id), query=text, limit=depth, kind=self._kinds(query),
+                            include_hidden=query.include == "all")
+            results, embedded = w.recalled(await self._wire.send(call))
+            answered = len(results)
+            if lexical:  # what the vector list alone found is not a text hit
+                results = sorted((r for r in results if r.lexical_rank is not None),
+                                 key=lambda r: r.lexical_rank or 0)
+            ranked = await self._decoded([(r.record, r.score) for r in results], memory_id, query)
+            cut = _cut(answered, depth, len(ranked))
+            if not cut or len(ranked) >= query.limit or depth >= w.RECALL_LIMIT:
+                return ranked, embedded, cut
+            depth = w.RECALL_LIMIT
 
     async def _filtered(self, memory_id: str, query: RecallQuery,
                         depth: int) -> tuple[builtins.list[tuple[Record, float]], builtins.list[str]]:

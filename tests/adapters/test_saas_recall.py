@@ -185,14 +185,18 @@ async def test_other_filters_are_judged_by_memfed_over_the_whole_scope(saas: Saa
     assert fake.bodies("POST", "/recall") == [] and answer.degraded == ()
 
 
-async def test_a_list_cut_by_the_vendor_then_narrowed_here_says_so(saas: SaasProvider) -> None:
-    """Types narrow a list after the vendor ranked it (a note is semantic, like a fact): when the vendor's
-    list was full and memfed dropped some, the answer says `filters:applied_after_ranking`."""
-    for i in range(30):
-        await saas.remember(MEM, new(f"Acme note {i}.", type="note"))
-    await saas.remember(MEM, new("Acme fact."))
-    answer = await saas.recall([MEM], RecallQuery(text="acme", types=("fact",), limit=5))
-    assert "filters:applied_after_ranking" in answer.degraded
+async def test_a_list_cut_by_the_vendor_then_narrowed_here_says_so(fake: FakeSaas) -> None:
+    """Types narrow a list after the vendor ranked it (a note is semantic, like a fact). Asked again at the
+    vendor's largest limit and still full of what memfed drops, the answer says
+    `filters:applied_after_ranking` rather than pretend there is nothing more."""
+    fake.embedding = False  # ranks by words alone, so the order is plain: the notes come first
+    async with saas_provider(fake, vector_search=False) as saas:
+        for i in range(120):
+            await saas.remember(MEM, new(f"Acme note {i}.", type="note"))
+        await saas.remember(MEM, new("Acme fact."))
+        answer = await saas.recall([MEM], RecallQuery(text="acme", types=("fact",), limit=5))
+    assert answer.hits == () and "filters:applied_after_ranking" in answer.degraded
+    assert [b["limit"] for b in fake.bodies("POST", "/recall")] == [15, 100]
 
 
 async def test_signals_together_are_fused_and_why_names_each(saas: SaasProvider) -> None:
@@ -215,3 +219,14 @@ async def test_recency_at_the_vendor_uses_its_own_clock(fake: FakeSaas) -> None:
         fake.now = lambda: NOW
         fresh = await saas.remember(MEM, new("Acme renews in March!"))
         assert [h.record.id for h in (await saas.recall([MEM], RecallQuery(query="Acme"))).hits] == [fresh.id, old.id]
+
+
+async def test_a_text_list_crowded_by_vector_hits_is_asked_again(saas: SaasProvider, fake: FakeSaas) -> None:
+    """`text` keeps the lexical hits of the vendor's fused list. When what only the vector half found
+    crowds them out of a full answer, the vendor is asked again at its largest limit (100)."""
+    for i in range(40):
+        await saas.remember(MEM, new(f"Renewals renewing renewed {i}.", importance=1.0))
+    worded = await saas.remember(MEM, new("The renewal is due.", importance=0.0))
+    answer = await saas.recall([MEM], RecallQuery(text="renewal", limit=5))
+    assert [h.record.id for h in answer.hits] == [worded.id] and answer.degraded == ()
+    assert [b["limit"] for b in fake.bodies("POST", "/recall")] == [15, 100]
