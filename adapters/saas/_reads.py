@@ -12,12 +12,12 @@ lists are fused by reciprocal rank fusion, `why` naming the signals that found a
   configuration says it is on, the answer says `query:emulated`.
 - `text` is the lexical half of the same recall: only what the lexical list found, in its order.
 - `filters` narrow by kind, tier and category at the vendor (its filter-only recall, ordered by tier,
-  importance, recency); a condition on any other field is judged here over the whole scope, which is
-  complete. Every condition is checked here again on what comes back.
-`types` narrow every list (by kind at the vendor, by type here); a list memfed narrowed that came back
-full and short is asked again at the vendor's largest limit, and where it is still short, fewer may come
-back than exist, and `degraded` says `filters:applied_after_ranking`. The vendor's scores order its own lists only; they are never compared
-with another provider's (the gateway fuses by rank).
+  importance, recency); a condition on any other field, or a vendor listing full of what memfed drops,
+  is judged here over the whole scope instead, which is complete. Every condition is checked here again.
+`types` narrow every list (by kind at the vendor, by type here); a `query` or `text` list memfed narrowed
+that came back full and short is asked again at the vendor's largest limit, and where it is still short,
+fewer may come back than exist, and `degraded` says `filters:applied_after_ranking`. The vendor's scores
+order its own lists only; they are never compared with another provider's (the gateway fuses by rank).
 """
 
 from __future__ import annotations
@@ -188,12 +188,13 @@ class SaasReads:
             results, _ = w.recalled(await self._wire.send(call))
             decoded = await self._decoded([(r.record, r.score) for r in results], memory_id, query)
             kept = [r for r, _ in decoded if _matches(r, query.filters)]
-            cut = _cut(len(results), depth, len(kept))
-        else:  # judged here over the whole scope: complete, ordered as the vendor orders a filter listing
-            kept = sorted((r for r in await self._currents(memory_id)
-                           if self._kept(r, query) and _matches(r, query.filters)), key=_listing_order)
-            cut = []
-        return [(r, 1.0 / place) for place, r in enumerate(kept, start=1)], cut
+            if len(kept) >= query.limit or not _cut(len(results), depth, len(kept)):
+                return [(r, 1.0 / place) for place, r in enumerate(kept, start=1)], []
+        # Judged here over the whole scope (also when the vendor's list was full of what memfed drops):
+        # complete, ordered as the vendor orders a filter listing.
+        kept = sorted((r for r in await self._currents(memory_id)
+                       if self._kept(r, query) and _matches(r, query.filters)), key=_listing_order)
+        return [(r, 1.0 / place) for place, r in enumerate(kept, start=1)], []
 
     async def _decoded(self, found: Sequence[tuple[Mapping[str, Any], float]], memory_id: str,
                        query: RecallQuery) -> builtins.list[tuple[Record, float]]:

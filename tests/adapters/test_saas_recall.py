@@ -230,3 +230,14 @@ async def test_a_text_list_crowded_by_vector_hits_is_asked_again(saas: SaasProvi
     answer = await saas.recall([MEM], RecallQuery(text="renewal", limit=5))
     assert [h.record.id for h in answer.hits] == [worded.id] and answer.degraded == ()
     assert [b["limit"] for b in fake.bodies("POST", "/recall")] == [15, 100]
+
+
+async def test_native_filters_full_of_what_memfed_drops_are_judged_over_the_scope(saas: SaasProvider) -> None:
+    """A tier filter with types=fact: the vendor's filter listing (notes and facts alike are semantic) is
+    full of notes, so the facts are judged over the whole scope instead, and none is missed."""
+    for i in range(30):
+        await saas.remember(MEM, new(f"Core note {i}.", type="note", tier="core", importance=1.0))
+    fact = await saas.remember(MEM, new("Core fact.", tier="core", importance=0.0))
+    answer = await saas.recall([MEM], RecallQuery(filters=(Condition("attributes.tier", "eq", "core"),),
+                                                  types=("fact",), limit=5))
+    assert [h.record.id for h in answer.hits] == [fact.id] and answer.degraded == ()
