@@ -291,3 +291,15 @@ async def test_a_recall_over_two_memories_answers_from_both_and_no_third(saas: S
     found = {m: await saas.remember(m, new(f"Acme renewal for {m[-1]}.")) for m in (MEM_A, MEM_B, mem_c)}
     hits = (await saas.recall([MEM_A, MEM_B], RecallQuery(query="Acme renewal"))).hits
     assert {(h.record.memory_id, h.record.id) for h in hits} == {(m, found[m].id) for m in (MEM_A, MEM_B)}
+
+
+async def test_the_start_up_probe_asks_the_vendor_with_memfeds_key(fake: FakeSaas) -> None:
+    """probe is one GET /stats: it passes with the right key and is ProviderUnauthorized with a wrong one."""
+    from adapters.base import ProviderUnauthorized
+
+    async with saas_provider(fake) as saas:
+        await saas.probe()
+    async with fake.client() as client:
+        with pytest.raises(ProviderUnauthorized):
+            await SaasProvider(client, base_url=BASE_URL, api_key="sk-wrong").probe()
+    assert [(m, p) for m, p, _, _ in fake.requests] == [("GET", "/stats"), ("GET", "/stats")]
