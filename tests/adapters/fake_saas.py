@@ -193,7 +193,9 @@ class FakeSaas:
             raise httpx.ReadTimeout("the fake timed out", request=request)
         if mode == "429":
             return self._error(_Refusal(429, "rate_limited", "slow down", {"Retry-After": f"{after:g}"}))
-        return self._error(_Refusal(500, "internal", "the fake failed on purpose"))
+        # A careless server echoes the credential in its error: the adapter must never repeat it.
+        said = request.headers.get("authorization", "")
+        return self._error(_Refusal(500, "internal", f"the fake failed on purpose for {said}"))
 
     @staticmethod
     def _error(refusal: _Refusal) -> httpx.Response:

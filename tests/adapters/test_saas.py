@@ -260,12 +260,18 @@ async def test_a_repeated_write_is_answered_once_by_its_idempotency_key(saas: Sa
     assert len(fake.records) == 1
 
 
-async def test_the_key_is_never_in_what_the_adapter_says(saas: SaasProvider, fake: FakeSaas) -> None:
-    """Neither the adapter's repr nor a failure's message carries the API key."""
+async def test_the_key_is_never_in_what_the_adapter_says(saas: SaasProvider, fake: FakeSaas,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """Neither the adapter's repr, a failure's message nor a log line carries the API key, even when the
+    vendor's own error message echoes it."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
     fake.fail("500")
     with pytest.raises(Exception) as caught:
         await saas.remember(MEM_A, new("Words."))
-    assert KEY not in repr(saas) and KEY not in str(caught.value)
+    assert "[redacted]" in str(caught.value)
+    assert KEY not in repr(saas) and KEY not in str(caught.value) and KEY not in caplog.text
 
 
 async def test_concurrent_revises_of_one_record_are_all_kept_in_turn(saas: SaasProvider, fake: FakeSaas) -> None:
