@@ -139,6 +139,28 @@ def forget_fields(item: Mapping[str, Any], forgotten: Forgotten) -> dict[str, An
     return {w.F_EXPIRES: w.format_time(forgotten.at), w.F_METADATA: metadata}
 
 
+def held_count(item: Mapping[str, Any]) -> int:
+    """How many versions one vendor record holds: one, or two once it was forgotten."""
+    meta = memfed_meta(item) or {}
+    return 2 if isinstance(meta.get("forgotten"), Mapping) else 1
+
+
+def number_of(item: Mapping[str, Any]) -> int | None:
+    """The version number memfed stored with a vendor record, if it did."""
+    raw = (memfed_meta(item) or {}).get("version")
+    number = raw.get("number") if isinstance(raw, Mapping) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
+def renumbered(item: Mapping[str, Any], number: int) -> dict[str, Any]:
+    """The correct-in-place body that gives a vendor record's version memfed's number `number`."""
+    metadata = dict(item.get(w.F_METADATA) or {})
+    meta = dict(metadata.get(NAMESPACE) or {})
+    meta["version"] = {**dict(meta.get("version") or {}), "number": number}
+    metadata[NAMESPACE] = meta
+    return {w.F_METADATA: metadata}
+
+
 def _opt(value: datetime | None) -> str | None:
     return w.format_time(value) if value is not None else None
 

@@ -16,8 +16,10 @@ in `_reads`, which this class inherits.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -102,6 +104,7 @@ class SaasProvider(SaasReads, SaasIngest):
         self._smart = derivation == "agent"
         self._poll_every = ingest_poll
         self._polls = ingest_polls
+        self._turns = _Turns()
 
     @classmethod
     async def from_config(cls, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path,
@@ -212,15 +215,17 @@ class SaasProvider(SaasReads, SaasIngest):
         return self._versions([item], memory_id)[-1]
 
     async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
-        """Supersede the chain's head. Two revises of one record at once read the same head and the
-        vendor takes only the first supersede of it: the other reads the chain again and supersedes the
-        new head, so both are kept, one after the other, as they would be one at a time."""
-        for _ in range(_RACES - 1):
-            try:
-                return await self._revise_once(memory_id, record_id, revision)
-            except w.Superseded:
-                log.info("a saas record was superseded while it was revised; revising the new head")
-        return await self._revise_once(memory_id, record_id, revision)
+        """Supersede the chain's head. Changes of one record wait their turn in this process (a revise
+        and a forget both read the head, then write it). Another gateway's revise of the same head may
+        still win: the vendor takes only the first supersede of a head, so this one reads the chain
+        again and supersedes the new head, and both are kept, one after the other."""
+        async with self._turns.of(record_id):
+            for _ in range(_RACES - 1):
+                try:
+                    return await self._revise_once(memory_id, record_id, revision)
+                except w.Superseded:
+                    log.info("a saas record was superseded while it was revised; revising the new head")
+            return await self._revise_once(memory_id, record_id, revision)
 
     async def _revise_once(self, memory_id: str, record_id: str, revision: Revision) -> Record:
         chain = await self._chain(memory_id, record_id)
@@ -247,27 +252,52 @@ class SaasProvider(SaasReads, SaasIngest):
         item = await self._wire.send(w.supersede(head, body, idempotency_key=key))
         if not isinstance(item, Mapping) or not self._ours(item, memory_id):
             raise ProviderUnavailable("the SaaS memory API answered a supersede with a record memfed cannot read")
+        now = await self._item(head, memory_id)
+        if now is not None and records.held_count(now) != records.held_count(chain[-1]):
+            # Another gateway forgot the head after this read: the new version comes after that forget.
+            return self._versions(await self._settle(memory_id, record_id), memory_id)[-1]
         return self._versions([*chain, item], memory_id)[-1]
+
+    async def _settle(self, memory_id: str, record_id: str) -> list[Mapping[str, Any]]:
+        """The chain, with every record's own version number put right where a race between two gateways
+        (a forget and a revise of one head) left it off its place, so a record read alone (a recall hit)
+        and the chain agree. Idempotent: each gateway that saw the race may run it."""
+        chain = await self._chain(memory_id, record_id)
+        place = 1
+        for index, item in enumerate(chain):
+            stored = records.number_of(item)
+            if stored is not None and stored != place:
+                fixed = await self._wire.send(w.correct(str(item[w.F_ID]), records.renumbered(item, place),
+                                                        idempotency_key=None))
+                if isinstance(fixed, Mapping) and self._ours(fixed, memory_id):
+                    chain[index] = fixed
+            place += records.held_count(chain[index])
+        return chain
 
     async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime, *,
                      write_id: str | None = None) -> Record:
         """Expire the head now, with who and when in memfed's metadata: hidden from the vendor's recall,
-        still listed, and history shows what was forgotten. Deleting is erase, not forget."""
-        chain = await self._chain(memory_id, record_id)
-        versions = self._versions(chain, memory_id)
-        if write_id is not None and (done := _by_write(versions, write_id)) is not None:
-            return done
-        cur = versions[-1]
-        refuse_following(cur, "forgotten")
-        if cur.status == "forgotten":
-            return cur
-        forgotten = records.Forgotten(by=by, at=not_before(at, cur.time.written_at), write_id=write_id)
-        head = chain[-1]
-        item = await self._wire.send(w.correct(str(head[w.F_ID]), records.forget_fields(head, forgotten),
-                                               idempotency_key=_key("forget", write_id)))
-        if not isinstance(item, Mapping) or not self._ours(item, memory_id):
-            raise ProviderUnavailable("the SaaS memory API answered a forget with a record memfed cannot read")
-        return self._versions([*chain[:-1], item], memory_id)[-1]
+        still listed, and history shows what was forgotten. Deleting is erase, not forget. A head another
+        gateway superseded meanwhile keeps the forget (it came first) and the chain is renumbered."""
+        async with self._turns.of(record_id):
+            chain = await self._chain(memory_id, record_id)
+            versions = self._versions(chain, memory_id)
+            if write_id is not None and (done := _by_write(versions, write_id)) is not None:
+                return done
+            cur = versions[-1]
+            refuse_following(cur, "forgotten")
+            if cur.status == "forgotten":
+                return cur
+            forgotten = records.Forgotten(by=by, at=not_before(at, cur.time.written_at), write_id=write_id)
+            head = chain[-1]
+            item = await self._wire.send(w.correct(str(head[w.F_ID]), records.forget_fields(head, forgotten),
+                                                   idempotency_key=_key("forget", write_id)))
+            if not isinstance(item, Mapping) or not self._ours(item, memory_id):
+                raise ProviderUnavailable("the SaaS memory API answered a forget with a record memfed cannot read")
+            if item.get(w.F_SUPERSEDED_BY) is None:
+                return self._versions([*chain[:-1], item], memory_id)[-1]
+            settled = self._versions(await self._settle(memory_id, record_id), memory_id)
+            return settled[sum(records.held_count(i) for i in chain)]  # the tombstone, where it now stands
 
     async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
         """The vendor's permanent forget by ids, over every record of each chain. The vendor deletes for
@@ -313,6 +343,21 @@ class SaasProvider(SaasReads, SaasIngest):
 
     async def close(self) -> None:
         """Nothing to release: the HTTP client belongs to the gateway, which closes it."""
+
+
+class _Turns:
+    """One change at a time per record in this process: a revise or a forget reads the chain's head and
+    then writes it, and a second change in between would build on a stale head. Locks are kept only
+    while someone holds or waits for one."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def of(self, record_id: str) -> asyncio.Lock:
+        lock = self._locks.get(record_id)
+        if lock is None:
+            lock = self._locks[record_id] = asyncio.Lock()
+        return lock
 
 
 def _by_write(versions: Sequence[Record], write_id: str) -> Record | None:

@@ -119,6 +119,8 @@ class FakeSaas:
         self._replays: dict[tuple[str, str], httpx.Response] = {}
         self._failures: list[tuple[FailMode, str | None, float]] = []
         self._made = 0
+        self.answered_codes: list[str] = []  # the error code of every refusal, in order
+        self.slow: dict[str, int] = {}  # method -> extra turns its requests wait, to order a race
 
     # ------------------------------------------------------------------ test hooks
 
@@ -128,7 +130,8 @@ class FakeSaas:
     async def respond(self, request: httpx.Request) -> httpx.Response:
         """`handle`, after giving other tasks a turn, as a network round trip would: calls made at once
         interleave, so a read-then-write race can happen here as it does at the real service."""
-        await asyncio.sleep(0)
+        for _ in range(1 + self.slow.get(request.method, 0)):
+            await asyncio.sleep(0)
         return self.handle(request)
 
     def client(self) -> httpx.AsyncClient:
@@ -175,6 +178,7 @@ class FakeSaas:
             if key and request.method in ("POST", "PATCH") and response.status_code < 500:
                 self._replays[(tenant, key)] = response
         except _Refusal as refusal:
+            self.answered_codes.append(refusal.code)
             response = self._error(refusal)
         if failure is not None:  # applied_timeout: the write happened, the answer is lost
             raise httpx.ReadTimeout("the answer was lost", request=request)

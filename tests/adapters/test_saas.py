@@ -274,20 +274,77 @@ async def test_the_key_is_never_in_what_the_adapter_says(saas: SaasProvider, fak
     assert KEY not in repr(saas) and KEY not in str(caught.value) and KEY not in caplog.text
 
 
-async def test_concurrent_revises_of_one_record_are_all_kept_in_turn(saas: SaasProvider, fake: FakeSaas) -> None:
-    """Five revises at once read the same head; the vendor takes one supersede of it and refuses the rest
-    (409 conflict); each refused one reads the chain again, so all five are kept, one after another."""
+async def test_concurrent_revises_from_two_gateways_are_all_kept_in_turn(fake: FakeSaas) -> None:
+    """Six revises at once, three through each of two gateways: within a gateway they take turns; across
+    them both read the same head, the vendor takes one supersede of it and refuses the other (409
+    conflict), which reads the chain again, so all six are kept, one after another."""
     import asyncio
 
-    first = await saas.remember(MEM_A, new("Plan zero."))
-    answers = await asyncio.gather(*(
-        saas.revise(MEM_A, first.id, Revision(written_by=PERSON, written_at=T0 + timedelta(minutes=i),
-                                              title=f"Plan {i}")) for i in range(1, 6)))
-    assert sorted(a.version for a in answers) == [2, 3, 4, 5, 6]
-    chain = await saas.history(MEM_A, first.id)
-    assert sorted(v.title for v in chain[1:] if v.title) == [f"Plan {i}" for i in range(1, 6)]
-    assert [r for r in fake.records.values() if r["superseded_by"] is None] != []
+    async with saas_provider(fake) as one, saas_provider(fake) as two:
+        first = await one.remember(MEM_A, new("Plan zero."))
+        answers = await asyncio.gather(*(
+            (one if i % 2 else two).revise(MEM_A, first.id, Revision(
+                written_by=PERSON, written_at=T0 + timedelta(minutes=i), title=f"Plan {i}")) for i in range(1, 7)))
+        chain = await one.history(MEM_A, first.id)
+        hits = (await two.recall([MEM_A], RecallQuery(text="Plan"))).hits
+    assert sorted(a.version for a in answers) == [2, 3, 4, 5, 6, 7]
+    assert sorted(v.title for v in chain[1:] if v.title) == [f"Plan {i}" for i in range(1, 7)]
     assert sum(1 for r in fake.records.values() if r["superseded_by"] is None) == 1
+    assert [(h.record.version, h.record.title) for h in hits] == [(chain[-1].version, chain[-1].title)]
+    assert any(b == "conflict" for b in _error_codes(fake)), "the race never happened: the test proves nothing"
+
+
+@pytest.mark.parametrize("forget_first, patch_turns", [(True, 0), (False, 0), (False, 6)])
+async def test_a_forget_racing_a_revise_leaves_one_consistent_history(fake: FakeSaas, forget_first: bool,
+                                                                      patch_turns: int) -> None:
+    """A forget through one gateway and a revise through another at once, either starting first: the
+    chain numbers its versions 1..n without a gap, get and a recall hit agree on the current version (a
+    revise that superseded a head forgotten after its read renumbers itself), and a forget whose head was
+    superseded meanwhile is put back and applied to the new head."""
+    import asyncio
+
+    fake.slow["PATCH"] = patch_turns  # 6: the forget lands after the revise has superseded and looked
+    async with saas_provider(fake) as one, saas_provider(fake) as two:
+        for word in ("alpha", "bravo", "charlie", "delta"):
+            record = await one.remember(MEM_A, new(f"The {word} plan."))
+            forget = one.forget(MEM_A, record.id, PERSON, T0 + timedelta(hours=1))
+            revise = two.revise(MEM_A, record.id, Revision(written_by=AGENT, written_at=T0 + timedelta(hours=2),
+                                                           title=f"{word} revised"))
+            await asyncio.gather(*((forget, revise) if forget_first else (revise, forget)))
+            chain = await one.history(MEM_A, record.id)
+            assert [v.version for v in chain] == list(range(1, len(chain) + 1))
+            current = await two.get(MEM_A, record.id)
+            # The head alone, as a recall reads it: active ones by default, a forgotten one with include all.
+            include = "active" if current.status == "active" else "all"
+            hits = (await one.recall([MEM_A], RecallQuery(text=word, include=include))).hits
+            assert [(h.record.id, h.record.version) for h in hits] == [(record.id, current.version)]
+            assert [v.status for v in chain[:-1]] == ["superseded"] * (len(chain) - 1)
+            assert [v.status for v in chain].count("forgotten") == (chain[-1].status == "forgotten")
+            assert _stored_numbers(fake, record.id) == _places(fake, record.id)
+
+
+def _chain_at(fake: FakeSaas, record_id: str) -> list[dict[str, Any]]:
+    chain = [vendor(fake, record_id)]
+    while chain[-1]["superseded_by"]:
+        chain.append(fake.records[chain[-1]["superseded_by"]])
+    return chain
+
+
+def _stored_numbers(fake: FakeSaas, record_id: str) -> list[int]:
+    return [r["metadata"]["memfed"]["version"]["number"] for r in _chain_at(fake, record_id)]
+
+
+def _places(fake: FakeSaas, record_id: str) -> list[int]:
+    """Where each vendor record's first version stands in the chain (a forgotten one holds two)."""
+    places, place = [], 1
+    for r in _chain_at(fake, record_id):
+        places.append(place)
+        place += 2 if "forgotten" in r["metadata"]["memfed"] else 1
+    return places
+
+
+def _error_codes(fake: FakeSaas) -> list[str]:
+    return [code for code in fake.answered_codes]
 
 
 async def test_a_recall_over_two_memories_answers_from_both_and_no_third(saas: SaasProvider) -> None:
