@@ -47,10 +47,39 @@ async def mem0_oss(scratch: Path) -> AsyncIterator[Provider]:
         yield provider
 
 
+@asynccontextmanager
+async def saas(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_saas import saas_provider
+
+    async with saas_provider() as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def saas_no_vectors(scratch: Path) -> AsyncIterator[Provider]:
+    """The SaaS memory with embedding off at the operator: meaning answered by words, and declared so."""
+    from tests.adapters.fake_saas import FakeSaas, saas_provider
+
+    async with saas_provider(FakeSaas(embedding=False), vector_search=False) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def saas_deriving(scratch: Path) -> AsyncIterator[Provider]:
+    """The SaaS memory configured to derive (`derivation = "agent"`): episodes also go to smart ingest."""
+    from tests.adapters.fake_saas import saas_provider
+
+    async with saas_provider(derivation="agent") as provider:
+        yield provider
+
+
 HARNESSES: dict[str, Harness] = {
     "local": local,
     "mem0-platform": mem0_platform,
     "mem0-oss": mem0_oss,
+    "saas": saas,
+    "saas-no-vectors": saas_no_vectors,
+    "saas-deriving": saas_deriving,
 }
 
 
