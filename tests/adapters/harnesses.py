@@ -47,10 +47,28 @@ async def mem0_oss(scratch: Path) -> AsyncIterator[Provider]:
         yield provider
 
 
+@asynccontextmanager
+async def zep_v4(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_zep import zep_provider
+
+    async with zep_provider("v4", data_dir=scratch) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def zep_v3(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_zep import zep_provider
+
+    async with zep_provider("v3", data_dir=scratch) as provider:
+        yield provider
+
+
 HARNESSES: dict[str, Harness] = {
     "local": local,
     "mem0-platform": mem0_platform,
     "mem0-oss": mem0_oss,
+    "zep-v4": zep_v4,
+    "zep-v3": zep_v3,
 }
 
 

@@ -1,0 +1,83 @@
+"""Which Zep graph a memory is: one standalone graph per memory, created on its first write.
+
+v4 names graphs by a UUID Zep generates (`POST graphs` takes no id), so memfed keeps memory -> graph UUID
+in a file of the provider's own data directory, and puts the memory id in the graph's `name`
+(`memfed:<memory id>`) so the graph is found again (`graphs/list {search}`) when that file is gone or
+another gateway made the graph. v3 takes the caller's `graph_id`, so the name is the id and nothing
+needs keeping. Two writes racing for a memory's first graph take one lock, and the create carries an
+Idempotency-Key derived from the memory id, so a retried create is recognised rather than doubled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from adapters.base import ProviderUnavailable
+from adapters.zep._http import ABSENT, Http
+from adapters.zep._shapes import Graph
+
+
+class Graphs:
+    def __init__(self, http: Http, dialect: Any, data_dir: Path | None) -> None:
+        self._http = http
+        self._dialect = dialect
+        self._file = data_dir / "zep-graphs.json" if data_dir is not None else None
+        self._known: dict[str, Graph] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        if self._file is not None and self._file.exists():
+            raw = json.loads(self._file.read_text())
+            self._known = {m: Graph(g["ref"], g["name"]) for m, g in raw.items()}
+
+    def name(self, memory_id: str) -> str:
+        return ("memfed:" if self._dialect.name == "v4" else "memfed-") + memory_id
+
+    def _keep(self) -> None:
+        if self._file is None:
+            return
+        self._file.parent.mkdir(parents=True, exist_ok=True)
+        scratch = self._file.with_suffix(".tmp")
+        scratch.write_text(json.dumps({m: {"ref": g.ref, "name": g.name} for m, g in self._known.items()}))
+        os.chmod(scratch, 0o600)
+        scratch.replace(self._file)
+
+    async def find(self, memory_id: str) -> Graph | None:
+        """The memory's graph, or None when it has none yet (nothing was written there)."""
+        if (known := self._known.get(memory_id)) is not None:
+            return known
+        name = self.name(memory_id)
+        body = await self._http.send(self._dialect.find_graph(name), absent_ok=True)
+        if body is ABSENT:
+            return None
+        try:
+            found = self._dialect.graphs_found(body, name)
+        except ValueError as exc:
+            raise ProviderUnavailable(f"zep answered a graph lookup in a shape memfed cannot read: {exc}") from exc
+        if not found:
+            return None
+        self._known[memory_id] = found[0]
+        self._keep()
+        return found[0]
+
+    async def ensure(self, memory_id: str) -> Graph:
+        """The memory's graph, created if it has none."""
+        lock = self._locks.setdefault(memory_id, asyncio.Lock())
+        async with lock:
+            if (graph := await self.find(memory_id)) is not None:
+                return graph
+            name = self.name(memory_id)
+            body = await self._http.send(self._dialect.create_graph(name, "a memfed memory", "memfed-graph-" + name))
+            try:
+                graph = self._dialect.graph_from(body)
+            except ValueError as exc:
+                raise ProviderUnavailable(f"zep created a graph memfed cannot read: {exc}") from exc
+            self._known[memory_id] = graph
+            self._keep()
+            return graph
+
+    def forget(self, memory_id: str) -> None:
+        if self._known.pop(memory_id, None) is not None:
+            self._keep()
