@@ -287,5 +287,5 @@ async def test_the_neighbourhood_of_an_entity_comes_from_zeps_subgraph(variant: 
         around = await zep.neighbourhood(M1, ada.id, 1)
         assert await zep.neighbourhood(M2, ada.id, 1) is None
     assert around is not None
-    assert [r.id for r in around][0] == ada.id and {r.id for r in around} == {ada.id, acme.id, fact.id}
+    assert around[0].id == ada.id and {r.id for r in around} == {ada.id, acme.id, fact.id}
     assert far.id not in {r.id for r in around}
