@@ -4,8 +4,7 @@ v4 names graphs by a UUID Zep generates (`POST graphs` takes no id), so memfed k
 in a file of the provider's own data directory, and puts the memory id in the graph's `name`
 (`memfed:<memory id>`) so the graph is found again (`graphs/list {search}`) when that file is gone or
 another gateway made the graph. v3 takes the caller's `graph_id`, so the name is the id and nothing
-needs keeping. Two writes racing for a memory's first graph take one lock, and the create carries an
-Idempotency-Key derived from the memory id, so a retried create is recognised rather than doubled.
+needs keeping. Two writes racing for a memory's first graph take one lock and look again inside it.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,10 @@ class Graphs:
             if (graph := await self.find(memory_id)) is not None:
                 return graph
             name = self.name(memory_id)
-            body = await self._http.send(self._dialect.create_graph(name, "a memfed memory", "memfed-graph-" + name))
+            # A key of its own per creation: a memory dropped and written again needs a new graph, and a
+            # key Zep still holds would answer with the graph it dropped.
+            key = f"memfed-graph-{uuid.uuid4().hex}"
+            body = await self._http.send(self._dialect.create_graph(name, "a memfed memory", key))
             try:
                 graph = self._dialect.graph_from(body)
             except ValueError as exc:

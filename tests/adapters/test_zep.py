@@ -96,6 +96,18 @@ async def test_dropping_a_memory_deletes_its_graph_and_waits_for_the_task(varian
     assert len(fake.graphs) == 1 and all(e["graph_uuid"] in fake.graphs for e in fake.episodes.values())
 
 
+async def test_a_memory_dropped_and_written_again_gets_a_graph_of_its_own() -> None:
+    """The graph's create is not answered from an idempotency key Zep still holds for the dropped one
+    (found by moving a memory back to Zep, whose stale copy is dropped first)."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake) as zep:
+        await zep.remember(M1, text("First life."))
+        await zep.drop_memory(M1)
+        again = await zep.remember(M1, text("Second life."))
+        assert [r.id for r in (await zep.list(M1)).items] == [again.id]
+    assert len(fake.graphs) == 1
+
+
 async def test_a_failed_delete_task_is_reported_not_taken_for_done() -> None:
     """A v4 delete whose task ends `failed` is an erase that did not happen: its record is remaining."""
     fake = FakeZep("v4", task_outcome="failed")
