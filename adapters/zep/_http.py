@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -120,8 +121,10 @@ class Http:
         out = {"Authorization": f"Api-Key {self._key.reveal()}", "Accept": "application/json"}
         if call.json is not None:
             out["Content-Type"] = "application/json"
-        if self._idempotency_keys and call.method in MUTATING and call.idempotency:
-            out["Idempotency-Key"] = call.idempotency
+        if self._idempotency_keys and call.method in MUTATING:
+            # v4 takes a key on every POST, PATCH and DELETE, as its SDK sends one; a read sent as a POST
+            # (a search, a list) gets a fresh one, so Zep never answers it from an earlier read's key.
+            out["Idempotency-Key"] = call.idempotency or f"memfed-read-{uuid.uuid4().hex}"
         return out
 
     async def send(self, call: Call, *, absent_ok: bool = False) -> Any:
