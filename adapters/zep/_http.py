@@ -8,6 +8,7 @@ memfed write sent again is the same request to Zep. A 429 carries `Retry-After` 
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import time
@@ -103,8 +104,9 @@ class Http:
     """Sends calls through the injected client; every failure is mapped here."""
 
     def __init__(self, client: httpx.AsyncClient, *, base_url: str, key: Secret, timeout: float,
-                 idempotency_keys: bool) -> None:
+                 idempotency_keys: bool, at_once: int = 16) -> None:
         self._client = client
+        self._bound = asyncio.Semaphore(at_once)  # calls in flight to Zep from this provider
         self.base = base_url.rstrip("/")
         self._key = key
         self._timeout = timeout
@@ -131,6 +133,10 @@ class Http:
         return (await self.exchange(call, absent_ok=absent_ok)).body
 
     async def exchange(self, call: Call, *, absent_ok: bool = False) -> Answer:
+        async with self._bound:
+            return await self._exchange(call, absent_ok=absent_ok)
+
+    async def _exchange(self, call: Call, *, absent_ok: bool) -> Answer:
         what = f"{call.method} {call.path}"
         started = time.perf_counter()
         try:

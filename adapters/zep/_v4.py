@@ -56,17 +56,22 @@ class V4:
         return Call("POST", "/graphs", json={"name": name, "description": description},
                     idempotency=key, mutates=True)
 
-    def find_graph(self, name: str) -> Call:
-        return Call("POST", "/graphs/list", params={"page_size": PAGE}, json={"search": name})
+    def list_graphs(self, search: str, cursor: str | None) -> Call:
+        params: dict[str, Any] = {"page_size": PAGE}
+        if cursor:
+            params["cursor"] = cursor
+        return Call("POST", "/graphs/list", params=params, json={"search": search})
+
+    def graphs_page(self, body: Any) -> tuple[list[Graph], str | None]:
+        if not isinstance(body, Mapping) or not isinstance(body.get("items"), list):
+            raise ValueError("no items array")
+        nxt = body.get("next_cursor")
+        return [self.graph_from(g) for g in body["items"]], (str(nxt) if nxt else None)
 
     def graph_from(self, body: Any) -> Graph:
         if not isinstance(body, Mapping) or not isinstance(body.get("uuid"), str):
             raise ValueError("a graph without a uuid")
         return Graph(str(body["uuid"]), str(body.get("name", "")))
-
-    def graphs_found(self, body: Any, name: str) -> list[Graph]:
-        items = body.get("items") if isinstance(body, Mapping) else None
-        return [self.graph_from(g) for g in items or () if isinstance(g, Mapping) and g.get("name") == name]
 
     def delete_graph(self, graph: Graph, key: str) -> Call:
         return Call("DELETE", f"/graphs/{graph.ref}", idempotency=key, mutates=True)

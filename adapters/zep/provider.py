@@ -17,7 +17,6 @@ in `unreachable`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -54,7 +53,7 @@ from adapters.zep._v4 import V4
 log = logging.getLogger("memfed.adapters.zep")
 
 CLOUD_URL = "https://api.getzep.com"
-_OPTIONS = {"base_url", "variant", "timeout", "concurrency", "task_wait", "task_poll"}
+_OPTIONS = {"base_url", "variant", "timeout", "calls_at_once", "task_wait", "task_poll"}
 DIALECTS: dict[str, Any] = {"v4": V4(), "v3": V3()}
 
 
@@ -85,7 +84,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
     """A `Provider` over one Zep project, through API v4 or v3."""
 
     def __init__(self, client: httpx.AsyncClient, *, base_url: str, api_key: str,
-                 variant: Literal["v4", "v3"] = "v4", timeout: float = 2.0, concurrency: int = 8,
+                 variant: Literal["v4", "v3"] = "v4", timeout: float = 2.0, calls_at_once: int = 16,
                  data_dir: Path | None = None, task_wait: float = 30.0, task_poll: float = 0.05) -> None:
         dialect = DIALECTS.get(variant)
         if dialect is None:
@@ -95,10 +94,9 @@ class ZepProvider(ZepRecall, ZepDerivation):
         self.variant = variant
         self._dialect = dialect
         self._http = Http(client, base_url=base_url.rstrip("/") + dialect.prefix, key=Secret(api_key),
-                          timeout=timeout, idempotency_keys=dialect.idempotency_keys)
+                          timeout=timeout, idempotency_keys=dialect.idempotency_keys, at_once=calls_at_once)
         self._graphs = Graphs(self._http, dialect, data_dir)
         self._carriers = {kind: dialect.carrier(kind) for kind in KINDS}
-        self._bound = asyncio.Semaphore(concurrency)
         self._task_wait = task_wait
         self._task_poll = task_poll
         self._capabilities = _capabilities()
@@ -106,8 +104,9 @@ class ZepProvider(ZepRecall, ZepDerivation):
     @classmethod
     async def from_config(cls, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path,
                           api_key: str | None) -> ZepProvider:
-        """Options: `variant` (v4, the default, or v3), `base_url`, `timeout`, `concurrency` (calls to
-        Zep at once, a recall's searches included), `task_wait` and `task_poll` (seconds)."""
+        """Options: `variant` (v4, the default, or v3), `base_url`, `timeout`, `calls_at_once` (HTTP calls
+        to Zep at once from this provider: a recall searches each graph on its own), `task_wait` and
+        `task_poll` (seconds)."""
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
             raise ValueError(f"unknown zep options: {', '.join(unknown)}")
@@ -116,7 +115,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
             raise ValueError("zep option 'variant' must be 'v4' or 'v3'")
         return cls(client, base_url=str(options.get("base_url") or CLOUD_URL), api_key=api_key or "",
                    variant=variant, timeout=float(options.get("timeout", 2.0)),
-                   concurrency=int(options.get("concurrency", 8)), data_dir=data_dir,
+                   calls_at_once=int(options.get("calls_at_once", 16)), data_dir=data_dir,
                    task_wait=float(options.get("task_wait", 30.0)), task_poll=float(options.get("task_poll", 0.05)))
 
     def __repr__(self) -> str:
@@ -129,8 +128,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
         return await self._graphs.find(memory_id)
 
     async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
-        async with self._bound:
-            return await self._http.send(call, absent_ok=absent_ok)
+        return await self._http.send(call, absent_ok=absent_ok)
 
     async def _settle(self, written: Written | None) -> None:
         await settle(self._http, self._dialect, written.task if written else None,
