@@ -36,13 +36,13 @@ def kinds_for(types: Sequence[str]) -> tuple[Kind, ...]:
     return tuple(k for k in KINDS if any(_BY_TYPE.get(t, "episode") == k for t in types))
 
 
-def filters_for(query: RecallQuery, kind: Kind, variant: str) -> SearchFilters:
+def filters_for(query: RecallQuery, kind: Kind) -> SearchFilters:
     dates: tuple[DateCondition, ...] = ()
     if query.include == "active" and query.as_of is None:
         dates = (DateCondition("invalid_at", "is_null"), DateCondition("expired_at", "is_null"))
     meta: tuple[tuple[str, Any], ...] = ()
     episode_types = [t for t in query.types if _BY_TYPE.get(t, "episode") == "episode"]
-    if kind == "episode" and len(episode_types) == 1 and variant == "v4":
+    if kind == "episode" and len(episode_types) == 1:
         meta = (("memfed_type", episode_types[0]),)
     return SearchFilters(date_all_of=dates, metadata_eq=meta)
 
@@ -87,7 +87,7 @@ class ZepRecall(ZepReads):
         return out
 
     async def _search(self, graph: Graph, kind: Kind, words: str, query: RecallQuery) -> builtins.list[dict[str, Any]]:
-        call = self._dialect.search(graph, kind, words, max(query.limit, 10), filters_for(query, kind, self.variant))
+        call = self._dialect.search(graph, kind, words, max(query.limit, 10), filters_for(query, kind))
         body = await self._send(call)
         try:
             hits: builtins.list[dict[str, Any]] = self._dialect.hits_from(body, kind)

@@ -99,16 +99,7 @@ def episode_body(record: Record) -> tuple[str, str]:
 
 def carried(item: Mapping[str, Any], carrier: Carrier) -> Mapping[str, Any] | None:
     """memfed's keys on an object, or None when it carries none (Zep's own)."""
-    if carrier == "source_description":
-        raw = item.get("source_description")
-        if not isinstance(raw, str) or not raw.startswith("{"):
-            return None
-        try:
-            found = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-    else:
-        found = item.get(carrier)
+    found = item.get(carrier)
     if not isinstance(found, Mapping) or "memfed_record" not in found:
         return None
     return found

@@ -3,8 +3,8 @@ answer is read into, and the filter values a dialect spells in its own way.
 
 Each dialect reads its answers into the v4 object shape (`episode_uuids`, `metadata`), so the rest of the
 adapter reads one shape. Where memfed's fields travel differs by variant and kind (`Dialect.carrier`):
-v4 objects carry a `metadata` object (at most 10 keys); v3 edges and nodes have only `attributes`, and a v3
-episode only its `source_description`.
+v4 objects and v3 episodes carry a `metadata` object (at most 10 keys); v3 edges and nodes read back
+without one, so there memfed's keys ride in `attributes`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Literal
 Kind = Literal["edge", "node", "episode"]
 KINDS: tuple[Kind, ...] = ("edge", "node", "episode")
 SCOPE: dict[Kind, str] = {"edge": "edges", "node": "nodes", "episode": "episodes"}
-Carrier = Literal["metadata", "attributes", "source_description"]
+Carrier = Literal["metadata", "attributes"]
 
 METADATA_KEYS = 10  # v4 refuses an object whose metadata holds more keys
 # The node a stated fact hangs from when it names no subject or object record: a fact in Zep is an

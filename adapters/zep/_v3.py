@@ -1,14 +1,13 @@
 """Zep API v3, spoken by zep-cloud 3.x under the path `/api/v2`: graphs by a caller-chosen `graph_id`,
-synchronous deletes, edge and node lists paged by a `Zep-Next-Cursor` header, episodes without metadata,
-edges whose `valid_at`/`invalid_at`/`expired_at` a PATCH can change. Wire facts: shared/vendors/zep.md.
+synchronous deletes, edge and node lists paged by a `Zep-Next-Cursor` header, edges whose `valid_at`,
+`invalid_at` and `expired_at` a PATCH can change, edges and nodes read back without metadata. Request
+shapes as zep-cloud 3.30.0 sends them (tests/adapters/test_zep_sdk.py); wire facts: shared/vendors/zep.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import orjson
 
 from adapters.zep._http import Call
 from adapters.zep._shapes import (
@@ -39,8 +38,9 @@ class V3:
     temporal_patch = True
 
     def carrier(self, kind: Kind) -> Carrier:
-        # v3 episodes have no metadata: memfed's fields ride in the one free string an episode keeps.
-        return "source_description" if kind == "episode" else "attributes"
+        # A v3 episode keeps metadata; v3 edges and nodes read back without it (zep-cloud 3.x EntityEdge,
+        # EntityNode), so memfed's keys ride in their attributes.
+        return "metadata" if kind == "episode" else "attributes"
 
     # ------------------------------------------------------------------ graphs
 
@@ -68,7 +68,7 @@ class V3:
     def add_episode(self, graph: Graph, data: str, type_: str, reference_time: str, pack: Mapping[str, Any],
                     key: str) -> Call:
         body = {"graph_id": graph.ref, "type": type_, "data": data, "created_at": reference_time,
-                "source_description": orjson.dumps(dict(pack)).decode()}
+                "source_description": "memfed", "metadata": dict(pack)}
         return Call("POST", "/graph", json=body, mutates=True)
 
     def episode_written(self, body: Any) -> Written:
@@ -156,6 +156,9 @@ class V3:
                 wanted.setdefault(c.field, [[]])[0].append(cond)
         if filters.node_labels and kind == "node":
             wanted["node_labels"] = list(filters.node_labels)
+        if filters.metadata_eq and kind == "episode":
+            wanted["episode_metadata_filters"] = {"type": "and", "filters": [
+                {"property_name": k, "operator": "eq", "value": v} for k, v in filters.metadata_eq]}
         if wanted:
             body["search_filters"] = wanted
         return Call("POST", "/graph/search", json=body)

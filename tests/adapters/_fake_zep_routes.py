@@ -205,7 +205,7 @@ def _search(fake: Any, g: str, scope: str, body: dict[str, Any], limit: int) -> 
                                               for c in ands) for ands in v3[f])
                    for f in ("invalid_at", "expired_at")):
                 continue
-        meta = filters.get("metadata_filters")
+        meta = filters.get("metadata_filters") or v3.get("episode_metadata_filters")
         if meta and not all(item.get("metadata", {}).get(f["property_name"]) == f["value"] for f in meta["filters"]):
             continue
         labels = filters.get("node_labels") or v3.get("node_labels")
@@ -259,8 +259,8 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         return 201, fake.graphs[graph_id], {}
     if p == ["graph"] and method == "POST":
         g = _graph_v3(fake, body.get("graph_id") or "")
-        episode = fake._episode(g, body["data"], body.get("type", "text"), {}, body.get("source_description", ""),
-                                body.get("created_at"))
+        episode = fake._episode(g, body["data"], body.get("type", "text"), _meta(body.get("metadata")),
+                                body.get("source_description", ""), body.get("created_at"))
         return 202, episode, {}
     if p == ["graph", "add-fact-triple"] and method == "POST":
         g = _graph_v3(fake, body.get("graph_id") or "")
@@ -330,8 +330,9 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
 
 
 def _v3_shape(item: dict[str, Any]) -> dict[str, Any]:
-    """v3 spells `episode_uuids` as `episodes` and has no metadata on edges and nodes."""
-    out = {k: v for k, v in item.items() if k not in ("episode_uuids", "metadata")}
+    """v3 spells `episode_uuids` as `episodes` and has no metadata on edges and nodes (episodes keep it)."""
+    dropped = ("episode_uuids",) if "content" in item else ("episode_uuids", "metadata")
+    out = {k: v for k, v in item.items() if k not in dropped}
     if "episode_uuids" in item:
         out["episodes"] = item["episode_uuids"]
     return out
