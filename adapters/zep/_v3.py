@@ -157,8 +157,10 @@ class V3:
         if filters.node_labels and kind == "node":
             wanted["node_labels"] = list(filters.node_labels)
         if filters.metadata_eq and kind == "episode":
+            # v3 spells a metadata condition as a property filter (`comparison_operator`, `property_value`).
             wanted["episode_metadata_filters"] = {"type": "and", "filters": [
-                {"property_name": k, "operator": "eq", "value": v} for k, v in filters.metadata_eq]}
+                {"property_name": k, "comparison_operator": "=", "property_value": v}
+                for k, v in filters.metadata_eq]}
         if wanted:
             body["search_filters"] = wanted
         return Call("POST", "/graph/search", json=body)

@@ -206,7 +206,9 @@ def _search(fake: Any, g: str, scope: str, body: dict[str, Any], limit: int) -> 
                    for f in ("invalid_at", "expired_at")):
                 continue
         meta = filters.get("metadata_filters") or v3.get("episode_metadata_filters")
-        if meta and not all(item.get("metadata", {}).get(f["property_name"]) == f["value"] for f in meta["filters"]):
+        if meta and not all(item.get("metadata", {}).get(f["property_name"]) == f.get("value", f.get("property_value"))
+                            and f.get("operator", f.get("comparison_operator")) in ("eq", "=")
+                            for f in meta["filters"]):
             continue
         labels = filters.get("node_labels") or v3.get("node_labels")
         if scope == "nodes" and labels and not set(labels) & set(item["labels"]):

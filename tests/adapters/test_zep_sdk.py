@@ -10,7 +10,11 @@ adapter spells in a way the SDK does not know, or puts in the wrong place, makes
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -40,7 +44,7 @@ def _pruned(value: Any) -> Any:
 def shape(request: httpx.Request) -> dict[str, Any]:
     body = json.loads(request.content) if request.content else None
     return {
-        "method": request.method, "path": request.url.path, "query": sorted(request.url.params.multi_items()),
+        "method": request.method, "path": request.url.path, "query": [list(kv) for kv in sorted(request.url.params.multi_items())],
         "body": _pruned(body) or None, "auth": request.headers.get("authorization"),
         "idempotency": request.headers.get("idempotency-key"),
     }
@@ -173,3 +177,51 @@ async def test_the_oracle_tells_a_field_the_sdk_does_not_spell_that_way() -> Non
         "Authorization": f"Api-Key {fake.api_key}", "Idempotency-Key": "k"})
     with pytest.raises(AssertionError, match="labels"):
         sdk_call(wrong)
+
+
+# --------------------------------------------------------------------------- v3, through zep-cloud 3.x
+
+ZEP3 = Path(sys.prefix) / "zep-cloud-3"  # scripts/check installs zep-cloud 3.30.0 here, --no-deps
+
+
+def through_sdk3(requests: list[httpx.Request], fake: FakeZep) -> list[dict[str, Any]]:
+    """What zep-cloud 3.x sends for the same operations, from a process of its own (tests/adapters/
+    _zep3_oracle.py): 3.x and 4.x are one package name and cannot be imported side by side."""
+    asked = {"base_url": f"{fake.base_url}/api/v2", "api_key": fake.api_key, "requests": [
+        {"method": r.method, "path": r.url.path, "query": sorted(r.url.params.multi_items()),
+         "body": json.loads(r.content) if r.content else None} for r in requests]}
+    script = Path(__file__).with_name("_zep3_oracle.py")
+    env = {**os.environ, "PYTHONPATH": f"{ZEP3}{os.pathsep}{Path(__file__).resolve().parents[2]}"}
+    done = subprocess.run([sys.executable, str(script)], input=json.dumps(asked), capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    answered: list[dict[str, Any]] = json.loads(done.stdout)
+    return answered
+
+
+@pytest.mark.skipif(not (ZEP3 / "zep_cloud").is_dir(), reason="zep-cloud 3.x is installed by scripts/check")
+async def test_every_request_the_v3_adapter_sends_is_the_one_zep_cloud_3_sends() -> None:
+    fake = FakeZep("v3")
+    stamps = Stamps()
+    async with zep_provider("v3", fake) as zep:
+        ada = await zep.remember(M1, stamps.record("Ada Lovelace.", type="entity", title="Ada"))
+        fact = await zep.remember(M1, stamps.record("Ada works at Acme.", type="fact", references=(
+            Reference(M1, ada.id, "subject"),), valid_from=stamps.tick()))
+        note = await zep.remember(M1, stamps.record("Met Ada at the fair.", type="note"))
+        await zep.revise(M1, fact.id, stamps.revision(content=(Part("text", "Ada works at Globex."),)))
+        await zep.forget(M1, note.id, PERSON, stamps.tick())
+        await zep.recall([M1], RecallQuery(query="Ada works", types=("note",)))
+        await zep.recall([M1], RecallQuery(query="Ada works"))
+        await zep.neighbourhood(M1, fact.id, 2)
+        await zep.erase(M1, [fact.id, ada.id])
+        await zep.drop_memory(M1)
+
+    operations = {(r.method, "/".join("{id}" if len(s) == 36 else s for s in r.url.path.split("/")))
+                  for r in fake.requests}
+    assert len(operations) >= 14, sorted(operations)
+    theirs = through_sdk3(fake.requests, fake)
+    for request, sdk in zip(fake.requests, theirs, strict=True):
+        assert "error" not in sdk, sdk
+        mine = shape(request)
+        assert request.headers.get("idempotency-key") is None  # v3 takes none
+        assert {k: mine[k] for k in ("method", "path", "query", "body", "auth")} == {
+            **sdk, "body": _pruned(sdk["body"]) or None}, f"{request.method} {request.url.path}"
