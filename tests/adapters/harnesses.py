@@ -49,6 +49,8 @@ async def mem0_oss(scratch: Path) -> AsyncIterator[Provider]:
 
 @asynccontextmanager
 async def zep_v4(scratch: Path) -> AsyncIterator[Provider]:
+    # The fake derives only when a test calls `process()`, so what the suite counts is what it stated;
+    # derivation, with derived records beside stated ones, is pinned in tests/adapters/test_zep.py.
     from tests.adapters.fake_zep import zep_provider
 
     async with zep_provider("v4", data_dir=scratch) as provider:
