@@ -122,6 +122,16 @@ class Graphs:
             self._keep()
             return graph
 
+    async def vanished(self, memory_id: str, graph: Graph) -> bool:
+        """Whether the memory's graph is gone from Zep (deleted there, outside memfed): asked after a 404,
+        so a graph kept in the data directory that Zep no longer has is forgotten, not used for ever."""
+        body = await self._http.send(self._dialect.get_graph(graph), absent_ok=True)
+        if body is not ABSENT:
+            return False
+        if self._known.get(memory_id) == graph:
+            self.forget(memory_id)
+        return True
+
     def forget(self, memory_id: str) -> None:
         self._absent[memory_id] = time.monotonic()
         self._refreshed = time.monotonic()  # the graph is gone: a listing now may still show it

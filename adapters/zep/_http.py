@@ -70,6 +70,11 @@ class Answer:
     headers: httpx.Headers
 
 
+class NotFound(ProviderRejected):
+    """Zep answered 404 to a call that expected the thing to exist (its graph may have been deleted at
+    Zep, outside memfed: `Graphs.vanished` tells)."""
+
+
 class _Absent:
     def __repr__(self) -> str:
         return "ABSENT"
@@ -153,8 +158,10 @@ class Http:
                                       maybe_applied=_reached(exc)) from exc
         status = response.status_code
         log.debug("zep %s -> %d in %.0f ms", what, status, (time.perf_counter() - started) * 1000)
-        if status == 404 and absent_ok:
-            return Answer(ABSENT, response.headers)
+        if status == 404:
+            if absent_ok:
+                return Answer(ABSENT, response.headers)
+            raise NotFound(f"zep has no such thing for {what}: {self._detail(response)}")
         if status == 429:
             raise ProviderRateLimited(f"zep is rate limiting {what}",
                                       retry_after=retry_after(response.headers.get("retry-after")))

@@ -20,7 +20,7 @@ from adapters.base import Include, Page, ProviderUnavailable, Record, RecordNotF
 from adapters.mem0 import _select as select
 from adapters.mem0._records import BadMetadata
 from adapters.zep import _records as records
-from adapters.zep._http import Http
+from adapters.zep._http import Http, NotFound
 from adapters.zep._shapes import KINDS, Graph, Kind
 
 MAX_PAGES = 1000  # a guard against a cursor that never ends
@@ -32,6 +32,9 @@ class ZepReads:
     _carriers: Mapping[Kind, Any]
 
     async def _graph(self, memory_id: str) -> Graph | None:
+        raise NotImplementedError
+
+    async def _vanished(self, memory_id: str, graph: Graph) -> bool:
         raise NotImplementedError
 
     async def _objects(self, graph: Graph, kind: Kind) -> builtins.list[dict[str, Any]]:
@@ -59,7 +62,12 @@ class ZepReads:
         graph = await self._graph(memory_id)
         if graph is None:
             return {}
-        listed = await asyncio.gather(*(self._objects(graph, kind) for kind in KINDS))
+        try:
+            listed = await asyncio.gather(*(self._objects(graph, kind) for kind in KINDS))
+        except NotFound:
+            if await self._vanished(memory_id, graph):
+                return {}
+            raise
         return self._chains(memory_id, dict(zip(KINDS, listed, strict=True)))
 
     def _chains(self, memory_id: str, listed: Mapping[Kind, Sequence[Mapping[str, Any]]]

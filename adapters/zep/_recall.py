@@ -23,6 +23,7 @@ from typing import Any
 from adapters.base import Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
 from adapters.mem0 import _select as select
 from adapters.zep import _records as records
+from adapters.zep._http import NotFound
 from adapters.zep._reads import ZepReads, at_instant
 from adapters.zep._shapes import KINDS, DateCondition, Graph, Kind, SearchFilters
 
@@ -69,7 +70,12 @@ class ZepRecall(ZepReads):
         asked = [(s, t) for s, t in signals if t]
         kinds = kinds_for(query.types)
         searches = [(signal, kind, words) for signal, words in asked for kind in kinds]
-        found = await asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+        try:
+            found = await asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+        except NotFound:
+            if await self._vanished(memory_id, graph):
+                return []
+            raise
         loaded: dict[str, builtins.list[records.Version]] | None = None
         if query.filters or query.include == "all" or query.as_of is not None or (
                 self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):

@@ -60,6 +60,9 @@ class V3:
         graph = self.graph_from(body)
         return [graph] if graph.ref == name else []
 
+    def get_graph(self, graph: Graph) -> Call:
+        return Call("GET", f"/graph/{graph.ref}")
+
     def delete_graph(self, graph: Graph, key: str) -> Call:
         return Call("DELETE", f"/graph/{graph.ref}", mutates=True)
 

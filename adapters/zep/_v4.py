@@ -73,6 +73,9 @@ class V4:
             raise ValueError("a graph without a uuid")
         return Graph(str(body["uuid"]), str(body.get("name", "")))
 
+    def get_graph(self, graph: Graph) -> Call:
+        return Call("GET", f"/graphs/{graph.ref}")
+
     def delete_graph(self, graph: Graph, key: str) -> Call:
         return Call("DELETE", f"/graphs/{graph.ref}", idempotency=key, mutates=True)
 

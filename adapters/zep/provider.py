@@ -43,7 +43,7 @@ from adapters.versioning import not_before, or_keep, refuse_following, revised
 from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
 from adapters.zep._graphs import Graphs
-from adapters.zep._http import Http, Secret
+from adapters.zep._http import Http, NotFound, Secret
 from adapters.zep._recall import ZepRecall
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, KINDS, Graph, Kind, NewEdge, Written, iso
 from adapters.zep._tasks import settle
@@ -127,6 +127,9 @@ class ZepProvider(ZepRecall, ZepDerivation):
     async def _graph(self, memory_id: str) -> Graph | None:
         return await self._graphs.find(memory_id)
 
+    async def _vanished(self, memory_id: str, graph: Graph) -> bool:
+        return await self._graphs.vanished(memory_id, graph)
+
     async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
         return await self._http.send(call, absent_ok=absent_ok)
 
@@ -198,7 +201,13 @@ class ZepProvider(ZepRecall, ZepDerivation):
             title=record.title, attributes=record.attributes, references=record.references,
             write_id=record.write_id,
         )
-        await self._write(graph, version, "memfed-" + write_id)
+        try:
+            await self._write(graph, version, "memfed-" + write_id)
+        except NotFound:
+            if not await self._graphs.vanished(memory_id, graph):
+                raise
+            # The graph was deleted at Zep: the memory starts a new one, as on its first write.
+            await self._write(await self._graphs.ensure(memory_id), version, "memfed-" + write_id + ":again")
         return version
 
     async def _next(self, memory_id: str, record_id: str, new: Record, write_id: str | None,

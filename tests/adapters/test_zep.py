@@ -108,6 +108,22 @@ async def test_a_memory_dropped_and_written_again_gets_a_graph_of_its_own() -> N
     assert len(fake.graphs) == 1
 
 
+@BOTH
+async def test_a_graph_deleted_at_zep_is_forgotten_not_used_for_ever(variant: str, tmp_path: Path) -> None:
+    """The graph kept in the data directory was deleted at Zep itself: reads answer an empty memory
+    (not a refusal), and the next write makes the memory a new graph, also after a restart."""
+    fake = FakeZep(variant)  # type: ignore[arg-type]
+    async with zep_provider(variant, fake, data_dir=tmp_path) as zep:  # type: ignore[arg-type]
+        await zep.remember(M1, text("Before the deletion."))
+    fake._drop_graph(next(iter(fake.graphs)))
+    async with zep_provider(variant, fake, data_dir=tmp_path) as zep:  # type: ignore[arg-type]
+        assert (await zep.list(M1)).items == ()
+        assert (await zep.recall([M1], RecallQuery(query="deletion"))).hits == ()
+        again = await zep.remember(M1, text("After the deletion."))
+        assert [r.id for r in (await zep.list(M1)).items] == [again.id]
+    assert len(fake.graphs) == 1
+
+
 async def test_a_failed_delete_task_is_reported_not_taken_for_done() -> None:
     """A v4 delete whose task ends `failed` is an erase that did not happen: its record is remaining."""
     fake = FakeZep("v4", task_outcome="failed")
