@@ -142,3 +142,18 @@ async def test_zeps_429_opens_the_breaker_for_as_long_as_retry_after_says(three:
     assert "provider:zep:circuit_open" in second["degraded"]
     breaker = gw.services.providers["zep"].breaker
     assert breaker.open_for == 60
+
+
+async def test_filters_on_a_zep_memory_are_judged_by_memfed_and_said_so(three: Three) -> None:
+    """Zep cannot judge memfed's fields: the filter is applied by memfed on the graph's listing, the
+    answer holds only what matches, and degraded says the signal was emulated."""
+    gw = three.gw
+    memory = await gw.root("Accounts", provider="zep")
+    acme = await remember(gw, memory["id"], {"content": "Renews in March.", "attributes": {"account": "acme"}})
+    await remember(gw, memory["id"], {"content": "Renews in May.", "attributes": {"account": "globex"}})
+
+    body = (await gw.admin.post(f"/v1/memories/{memory['id']}/recall", json={
+        "filters": {"field": "attributes.account", "op": "eq", "value": "acme"}})).json()
+
+    assert [r["record"]["id"] for r in body["results"]] == [acme["id"]]
+    assert "filters:emulated:provider:zep" in body["degraded"]
