@@ -31,9 +31,6 @@ class Graphs:
         self._file = data_dir / "zep-graphs.json" if data_dir is not None else None
         self._known: dict[str, Graph] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        # Memories found to have no graph, and when: a read of a memory nothing was written to asks Zep
-        # again only after ABSENT_FOR seconds (a graph another gateway makes meanwhile is seen then).
-        self._absent: dict[str, float] = {}
         self._refreshed = float("-inf")  # when v4's listing of every memfed graph was last read
         self._refreshing = asyncio.Lock()
         if self._file is not None and self._file.exists():
@@ -56,47 +53,30 @@ class Graphs:
         """The memory's graph, or None when it has none yet (nothing was written there)."""
         if (known := self._known.get(memory_id)) is not None:
             return known
-        if self._dialect.name == "v4":
-            await self._refresh()
-            return self._known.get(memory_id)
-        seen = self._absent.get(memory_id)
-        if seen is not None and time.monotonic() - seen < ABSENT_FOR:
-            return None
-        name = self.name(memory_id)
-        body = await self._http.send(self._dialect.find_graph(name), absent_ok=True)
-        if body is ABSENT:
-            self._absent[memory_id] = time.monotonic()
-            return None
-        try:
-            found = self._dialect.graphs_found(body, name)
-        except ValueError as exc:
-            raise ProviderUnavailable(f"zep answered a graph lookup in a shape memfed cannot read: {exc}") from exc
-        if not found:
-            self._absent[memory_id] = time.monotonic()
-            return None
-        self._known[memory_id] = found[0]
-        self._keep()
-        return found[0]
+        await self._refresh()
+        return self._known.get(memory_id)
 
     async def _refresh(self) -> None:
-        """Every memfed graph of the project, by name (v4 `graphs/list {search: "memfed:"}`, paged): one
-        listing answers for every memory not yet known, where one lookup per memory would cost a call
-        per unwritten memory on every recall. At most once per ABSENT_FOR seconds, and one at a time."""
+        """Every memfed graph of the project, by name (v4 `graphs/list {search: "memfed:"}`, v3
+        `graph/list-all?search=memfed-`, paged): one listing answers for every memory not yet known, where
+        a lookup per memory would cost a call per unwritten memory on every recall. At most once per
+        ABSENT_FOR seconds, and one at a time."""
         if time.monotonic() - self._refreshed < ABSENT_FOR:
             return
         async with self._refreshing:
             if time.monotonic() - self._refreshed < ABSENT_FOR:
                 return
+            prefix = self.name("")
             cursor: str | None = None
             for _ in range(10_000):
-                body = await self._http.send(self._dialect.list_graphs("memfed:", cursor))
+                body = await self._http.send(self._dialect.list_graphs(prefix, cursor))
                 try:
                     graphs, cursor = self._dialect.graphs_page(body)
                 except ValueError as exc:
                     raise ProviderUnavailable(f"zep listed graphs in a shape memfed cannot read: {exc}") from exc
                 for graph in graphs:
-                    if graph.name.startswith("memfed:"):
-                        self._known.setdefault(graph.name.removeprefix("memfed:"), graph)
+                    if graph.name.startswith(prefix):
+                        self._known.setdefault(graph.name.removeprefix(prefix), graph)
                 if cursor is None:
                     break
             self._refreshed = time.monotonic()
@@ -106,7 +86,6 @@ class Graphs:
         """The memory's graph, created if it has none."""
         lock = self._locks.setdefault(memory_id, asyncio.Lock())
         async with lock:
-            self._absent.pop(memory_id, None)
             if (graph := await self.find(memory_id)) is not None:
                 return graph
             name = self.name(memory_id)
@@ -133,7 +112,6 @@ class Graphs:
         return True
 
     def forget(self, memory_id: str) -> None:
-        self._absent[memory_id] = time.monotonic()
         self._refreshed = time.monotonic()  # the graph is gone: a listing now may still show it
         if self._known.pop(memory_id, None) is not None:
             self._keep()

@@ -48,17 +48,21 @@ class V3:
         return Call("POST", "/graph/create", json={"graph_id": name, "name": name, "description": description},
                     mutates=True)
 
-    def find_graph(self, name: str) -> Call:
-        return Call("GET", f"/graph/{name}")
+    def list_graphs(self, search: str, cursor: str | None) -> Call:
+        return Call("GET", "/graph/list-all", params={"pageNumber": int(cursor or 1), "pageSize": PAGE,
+                                                      "search": search})
+
+    def graphs_page(self, body: Any) -> tuple[list[Graph], str | None]:
+        if not isinstance(body, Mapping) or not isinstance(body.get("graphs") or [], list):
+            raise ValueError("no graphs array")
+        graphs = [self.graph_from(g) for g in body.get("graphs") or []]
+        page, total = int(body.get("page_number") or 1), int(body.get("total_count") or 0)
+        return graphs, (str(page + 1) if graphs and page * PAGE < total else None)
 
     def graph_from(self, body: Any) -> Graph:
         if not isinstance(body, Mapping) or not isinstance(body.get("graph_id"), str):
             raise ValueError("a graph without a graph_id")
-        return Graph(str(body["graph_id"]), str(body.get("name") or body["graph_id"]))
-
-    def graphs_found(self, body: Any, name: str) -> list[Graph]:
-        graph = self.graph_from(body)
-        return [graph] if graph.ref == name else []
+        return Graph(str(body["graph_id"]), str(body["graph_id"]))
 
     def get_graph(self, graph: Graph) -> Call:
         return Call("GET", f"/graph/{graph.ref}")

@@ -308,6 +308,12 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         g = _graph_v3(fake, p[3])
         mine = [o for o in fake.episodes.values() if o["graph_uuid"] == g]
         return 200, {"episodes": mine[-int(params.get("lastn", 10)):][::-1]}, {}
+    if p == ["graph", "list-all"] and method == "GET":
+        number, size = int(params.get("pageNumber", 1)), int(params.get("pageSize", 10))
+        found = [g for g in fake.graphs.values() if params.get("search", "") in g["graph_id"]]
+        chunk = found[(number - 1) * size: number * size]
+        return 200, {"graphs": chunk, "page_number": number, "page_size": size, "row_count": len(chunk),
+                     "total_count": len(found)}, {}
     if len(p) == 2 and p[0] == "graph" and method == "GET":
         return 200, fake.graphs[_graph_v3(fake, p[1])], {}
     if len(p) == 2 and p[0] == "graph" and method == "DELETE":

@@ -48,6 +48,9 @@ def call_for(request: dict[str, Any]) -> Sdk:
     body = dict(request["body"] or {})
     q = dict(request["query"])
     m = request["method"]
+    if p == ["graph", "list-all"]:
+        return lambda z: z.graph.list_all(page_number=int(q["pageNumber"]), page_size=int(q["pageSize"]),
+                                          search=q["search"])
     if p == ["graph", "create"]:
         return lambda z: z.graph.create(**body)
     if p == ["graph"]:
