@@ -130,15 +130,19 @@ def _closed(version: records.Version, variant: str) -> bool:
 
 
 def _kept(ranked: Sequence[Record], query: RecallQuery) -> builtins.list[Record]:
-    seen: set[str] = set()
-    kept = []
+    """Each record once, at its best rank, as its newest version among the hits (two versions of one
+    record both unmarked can only follow a revise whose closing call failed)."""
+    place: dict[str, int] = {}
+    kept: list[Record] = []
     for record in ranked:
-        if record.id in seen or not select.visible(record, query.include):
+        if not select.visible(record, query.include) or (query.types and record.type not in query.types):
             continue
-        if query.types and record.type not in query.types:
-            continue
-        seen.add(record.id)
-        kept.append(record)
+        at = place.get(record.id)
+        if at is None:
+            place[record.id] = len(kept)
+            kept.append(record)
+        elif record.version > kept[at].version:
+            kept[at] = record
     return kept
 
 

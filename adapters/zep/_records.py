@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -82,8 +83,10 @@ def pack(record: Record) -> dict[str, Any]:
     fields = version_json(record)
     fields.pop("write_id", None)
     try:
+        # orjson would write a NaN as null, changing the record: refused, as JSON cannot carry it.
+        json.dumps(fields, allow_nan=False)
         packed = orjson.dumps(fields).decode()
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"the record cannot be stored at Zep: {exc}") from exc
     return {"memfed_record": record.id, "memfed_memory": record.memory_id, "memfed_version": record.version,
             "memfed_write": record.write_id or "", "memfed_type": record.type, "memfed_pack": packed}

@@ -17,6 +17,7 @@ in `unreachable`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -216,6 +217,13 @@ class ZepProvider(ZepRecall, ZepDerivation):
         chain = await self._chain(memory_id, record_id)
         last = chain[-1]
         key = "memfed-" + (write_id or records.new_record_id())
+        for older, newer in itertools.pairwise(chain):
+            if self._dialect.name == "v4" and records.CLOSED not in _marks(older):
+                # A revise whose closing call failed after its new version was written: closed now, so
+                # no search shows that version as current.
+                closed_by = Written(newer.item)
+                await self._close(graph, older, closed_by, newer.record.time.written_at,
+                                  newer.record.time.valid_from, f"{key}:repair:{older.record.version}")
         # A revision may change the type, and so the kind of object (an edge cannot become an episode):
         # the new version is an object of its own kind, and history reads the chain from memfed's keys.
         written = await self._write(graph, new, key + ":new", closing=closing)
@@ -329,6 +337,11 @@ def _relation(fact: Record) -> str:
     if isinstance(raw, str) and raw.strip():
         return "".join(c if c.isalnum() else "_" for c in raw.strip().upper())[:64]
     return "STATES"
+
+
+def _marks(version: records.Version) -> Mapping[str, Any]:
+    marks = version.item.get("metadata" if version.kind == "episode" else "attributes")
+    return marks if isinstance(marks, Mapping) else {}
 
 
 def _written_by(chain: Sequence[records.Version], write_id: str) -> Record | None:

@@ -17,6 +17,7 @@ from adapters.base import (
     Part,
     ProviderRateLimited,
     ProviderTimeout,
+    ProviderUnavailable,
     RecallQuery,
     Reference,
 )
@@ -199,6 +200,24 @@ async def test_v4_revise_adds_an_edge_and_marks_the_old_one_without_patching_its
     assert then.version == 1 and then.status == "active"
     old = next(e for e in fake.edges.values() if e["metadata"].get("memfed_version") == 1)
     assert "memfed_closed_at" in old["attributes"]
+
+
+async def test_a_revise_whose_closing_call_failed_never_shows_the_old_version_and_is_repaired() -> None:
+    """The new version was written and the call closing the old one failed: recall shows the new version
+    only, and the next revise closes the one left open."""
+    fake = FakeZep("v4")
+    stamps = Stamps()
+    async with zep_provider("v4", fake) as zep:
+        first = await zep.remember(M1, stamps.record("Ada works at Acme.", type="fact"))
+        fake.fail("500", times=1, when=lambda r: r.method == "PATCH")
+        with pytest.raises(ProviderUnavailable):
+            await zep.revise(M1, first.id, stamps.revision(content=(Part("text", "Ada works at Globex."),)))
+        found = await zep.recall([M1], RecallQuery(query="Ada works"))
+        assert [h.record.version for h in found.hits] == [2]
+        await zep.revise(M1, first.id, stamps.revision(title="Third"))
+    closed = {e["metadata"]["memfed_version"]: "memfed_closed_at" in e["attributes"] for e in fake.edges.values()
+              if e["metadata"]}
+    assert closed == {1: True, 2: True, 3: False}
 
 
 async def test_v3_revise_patches_the_old_edges_invalid_at_and_expired_at() -> None:
