@@ -48,7 +48,9 @@ class V4:
     temporal_patch = False  # PATCH of an edge takes only fact and attributes
 
     def carrier(self, kind: Kind) -> Carrier:
-        return "metadata"
+        # v4 takes metadata on every create, but reads an edge or a node back without it (zep-cloud 4.x
+        # `Edge` and `Node` have no metadata; only `Episode` does): memfed's keys ride in their attributes.
+        return "metadata" if kind == "episode" else "attributes"
 
     # ------------------------------------------------------------------ graphs
 
@@ -95,7 +97,7 @@ class V4:
         body = {"deduplicate": False, "edges": [{
             "fact": e.fact, "fact_name": e.name, "source_node": dict(e.source), "target_node": dict(e.target),
             "valid_at": iso(e.valid_at), "invalid_at": iso(e.invalid_at), "expired_at": iso(e.expired_at),
-            "attributes": {}, "metadata": dict(e.pack)} for e in edges]}
+            "attributes": dict(e.pack)} for e in edges]}
         return Call("POST", f"/graphs/{graph.ref}/edges", json=body, idempotency=key, mutates=True)
 
     def edges_written(self, body: Any) -> list[Written]:
@@ -104,8 +106,7 @@ class V4:
 
     def add_node(self, graph: Graph, name: str, label: str, summary: str, pack: Mapping[str, Any],
                  key: str) -> Call:
-        body = {"nodes": [{"name": name, "label": label, "summary": summary, "attributes": {},
-                           "metadata": dict(pack)}]}
+        body = {"nodes": [{"name": name, "label": label, "summary": summary, "attributes": dict(pack)}]}
         return Call("POST", f"/graphs/{graph.ref}/nodes", json=body, idempotency=key, mutates=True)
 
     def node_written(self, body: Any) -> Written:

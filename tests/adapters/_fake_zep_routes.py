@@ -113,7 +113,7 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         made = []
         for n in body.get("nodes") or []:
             node = fake._node_named(g, n["name"], [n.get("label") or "Entity"])
-            if node["metadata"] or node["summary"]:  # a stated node is its own, never merged into another
+            if node["metadata"] or node["summary"] or node["attributes"]:  # a stated node is never merged
                 node = dict(node, uuid=_uuid())
                 fake.nodes[node["uuid"]] = node
             node.update(summary=n.get("summary", ""), attributes=dict(n.get("attributes") or {}),
@@ -121,21 +121,22 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
             made.append(node)
         return 201, {"nodes": made}, {}
     if kind == "search" and len(rest) == 2 and method == "POST":
-        return 200, {"items": _search(fake, g, rest[1], body, int(params.get("page_size", 10))),
-                     "next_cursor": None}, {}
+        found = _search(fake, g, rest[1], body, int(params.get("page_size", 10)))
+        return 200, {"items": [_v4_shape(i) for i in found], "next_cursor": None}, {}
     if rest == ["subgraph"] and method == "POST":
-        return 200, _subgraph(fake, g, body.get("seed_node_uuids") or [], int(body.get("depth", 1))), {}
+        sub = _subgraph(fake, g, body.get("seed_node_uuids") or [], int(body.get("depth", 1)))
+        return 200, {k: [_v4_shape(i) for i in v] for k, v in sub.items()}, {}
     store = {"edges": fake.edges, "nodes": fake.nodes, "episodes": fake.episodes}.get(kind)
     if store is None:
         raise Refusal(404, "not_found", "no such route")
     if rest[1:] == ["list"] and method == "POST":
-        return 200, _page([o for o in store.values() if o["graph_uuid"] == g], params), {}
+        return 200, _page([_v4_shape(o) for o in store.values() if o["graph_uuid"] == g], params), {}
     if len(rest) == 2:
         item = store.get(rest[1])
         if item is None or item["graph_uuid"] != g:
             raise Refusal(404, "not_found", f"{kind[:-1]} not found")
         if method == "GET":
-            return 200, item, {}
+            return 200, _v4_shape(item), {}
         if method == "DELETE":
             return 202, _task(fake, lambda: store.pop(rest[1], None)), {}
         if method == "PATCH":
@@ -148,8 +149,13 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
             for key in ("fact", "attributes", "name", "summary"):
                 if key in body:
                     item[key] = body[key]
-            return 200, item, {}
+            return 200, _v4_shape(item), {}
     raise Refusal(404, "not_found", "no such route")
+
+
+def _v4_shape(item: dict[str, Any]) -> dict[str, Any]:
+    """v4 reads an edge or a node back without metadata (zep-cloud 4.x `Edge`, `Node`); episodes keep it."""
+    return item if "content" in item else {k: v for k, v in item.items() if k != "metadata"}
 
 
 def _add_edge(fake: Any, g: str, e: dict[str, Any]) -> dict[str, Any]:

@@ -67,7 +67,7 @@ async def test_every_v4_change_carries_the_api_key_and_an_idempotency_key_from_t
     assert mutating and all("idempotency-key" in r.headers for r in mutating)
     edge_keys = [r.headers["idempotency-key"] for r in fake.requests if r.url.path.endswith("/edges")]
     assert edge_keys == ["memfed-hwr_" + "a" * 32] * 2
-    assert len([e for e in fake.edges.values() if e["metadata"]]) == 1
+    assert len([e for e in fake.edges.values() if e["attributes"]]) == 1
 
 
 # --------------------------------------------------------------------------- a memory is a graph
@@ -149,7 +149,8 @@ async def test_a_task_zep_never_finishes_is_a_timeout_within_the_bound() -> None
 
 async def test_a_fact_is_an_edge_between_its_subject_and_object_entities_nodes() -> None:
     """An entity is a node; a fact naming it as subject is an edge from that node (by uuid); a note is
-    an episode; memfed's fields ride in at most 10 metadata keys."""
+    an episode; memfed's fields ride in an edge's and a node's attributes (v4 reads those back without
+    metadata) and in at most 10 metadata keys of an episode."""
     fake = FakeZep("v4")
     stamps = Stamps()
     async with zep_provider("v4", fake) as zep:
@@ -159,12 +160,12 @@ async def test_a_fact_is_an_edge_between_its_subject_and_object_entities_nodes()
             "relation": "works at"}, references=(Reference(M1, ada.id, "subject"), Reference(M1, acme.id, "object"))))
         await zep.remember(M1, stamps.record("Met Ada at the fair.", type="note"))
         read = await zep.get(M1, fact.id)
-    nodes = {n["metadata"].get("memfed_record"): n for n in fake.nodes.values() if n["metadata"]}
-    edge = next(e for e in fake.edges.values() if e["metadata"])
+    nodes = {n["attributes"].get("memfed_record"): n for n in fake.nodes.values() if n["attributes"]}
+    edge = next(e for e in fake.edges.values() if e["attributes"])
     assert (edge["source_node_uuid"], edge["target_node_uuid"]) == (nodes[ada.id]["uuid"], nodes[acme.id]["uuid"])
     assert edge["name"] == "WORKS_AT" and edge["fact"] == "Ada works at Acme."
     assert [e["content"] for e in fake.episodes.values() if e["source"] == "text"] == ["Met Ada at the fair."]
-    assert all(len(o["metadata"]) <= 10 for o in (*fake.edges.values(), *fake.nodes.values()))
+    assert all(len(o["metadata"]) <= 10 for o in fake.episodes.values())
     assert read.references == fact.references and read.attributes == {"relation": "works at"}
 
 
@@ -198,7 +199,7 @@ async def test_v4_revise_adds_an_edge_and_marks_the_old_one_without_patching_its
     assert [(r.version, r.status) for r in chain] == [(1, "superseded"), (2, "active")]
     assert chain[0].time.invalidated_at == second.time.written_at
     assert then.version == 1 and then.status == "active"
-    old = next(e for e in fake.edges.values() if e["metadata"].get("memfed_version") == 1)
+    old = next(e for e in fake.edges.values() if e["attributes"].get("memfed_version") == 1)
     assert "memfed_closed_at" in old["attributes"]
 
 
@@ -215,8 +216,8 @@ async def test_a_revise_whose_closing_call_failed_never_shows_the_old_version_an
         found = await zep.recall([M1], RecallQuery(query="Ada works"))
         assert [h.record.version for h in found.hits] == [2]
         await zep.revise(M1, first.id, stamps.revision(title="Third"))
-    closed = {e["metadata"]["memfed_version"]: "memfed_closed_at" in e["attributes"] for e in fake.edges.values()
-              if e["metadata"]}
+    closed = {e["attributes"]["memfed_version"]: "memfed_closed_at" in e["attributes"] for e in fake.edges.values()
+              if e["attributes"]}
     assert closed == {1: True, 2: True, 3: False}
 
 

@@ -49,7 +49,7 @@ async def test_local_to_zep_and_back_keeps_every_version(three: Three) -> None:
     """local -> zep -> local: every version of every record (an entity revised twice, a fact naming it,
     a note with a file part and an extension part, a forgotten fact) with writer, times and references."""
     await round_trip(three, "zep", "local")
-    assert [e for e in three.zep.edges.values() if e["metadata"]]  # it was at Zep on the way
+    assert [e for e in three.zep.edges.values() if e["attributes"]]  # it was at Zep on the way
 
 
 async def test_mem0_to_zep_and_back_keeps_every_version(three: Three) -> None:
