@@ -285,7 +285,8 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         for n in body.get("nodes") or []:
             node = {"uuid": _uuid(), "graph_uuid": g, "name": n["name"], "labels": [n.get("label") or "Entity"],
                     "summary": n.get("summary", ""), "attributes": dict(n.get("attributes") or {}),
-                    "metadata": {}, "episode_uuids": [], "created_at": "2026-12-01T00:00:00Z"}
+                    "metadata": {}, "episode_uuids": [], "episode_uuids_truncated": False,
+                    "created_at": "2026-12-01T00:00:00Z"}
             fake.nodes[node["uuid"]] = node
             made.append(_v3_shape(node))
         return 201, {"nodes": made}, {}
@@ -345,8 +346,10 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
 
 def _v3_shape(item: dict[str, Any]) -> dict[str, Any]:
     """v3 spells `episode_uuids` as `episodes` and has no metadata on edges and nodes (episodes keep it)."""
-    dropped = ("episode_uuids",) if "content" in item else ("episode_uuids", "metadata")
+    dropped = ("episode_uuids",) if "content" in item else ("episode_uuids", "metadata", "episode_uuids_truncated")
     out = {k: v for k, v in item.items() if k not in dropped}
     if "episode_uuids" in item:
         out["episodes"] = item["episode_uuids"]
+    if "episode_uuids_truncated" in item:
+        out["episodes_truncated"] = item["episode_uuids_truncated"]
     return out

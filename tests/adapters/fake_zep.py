@@ -130,7 +130,7 @@ class FakeZep:
                 return node
         node = {"uuid": _uuid(), "graph_uuid": graph, "name": name, "labels": labels, "summary": "",
                 "attributes": {}, "metadata": {}, "episode_uuids": [derived_from] if derived_from else [],
-                "created_at": _now()}
+                "episode_uuids_truncated": False, "created_at": _now()}
         self.nodes[node["uuid"]] = node
         return node
 

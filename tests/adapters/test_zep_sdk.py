@@ -226,3 +226,30 @@ async def test_every_request_the_v3_adapter_sends_is_the_one_zep_cloud_3_sends()
         assert request.headers.get("idempotency-key") is None  # v3 takes none
         assert {k: mine[k] for k in ("method", "path", "query", "body", "auth")} == {
             **sdk, "body": _pruned(sdk["body"]) or None}, f"{request.method} {request.url.path}"
+
+
+async def test_the_fakes_answers_are_what_the_sdk_reads() -> None:
+    """The fake's v4 answers parse as the SDK's own models (graphs, edges, nodes, episodes, searches, tasks),
+    and memfed's keys are where the SDK reads them: an edge's and a node's attributes, an episode's metadata."""
+    fake = FakeZep("v4", task_polls=1)
+    stamps = Stamps()
+    async with zep_provider("v4", fake) as zep:
+        ada = await zep.remember(M1, stamps.record("Ada.", type="entity", title="Ada"))
+        fact = await zep.remember(M1, stamps.record("Ada works at Acme.", type="fact"))
+        note = await zep.remember(M1, stamps.record("Met Ada at the fair.", type="note"))
+    graph = next(iter(fake.graphs))
+    async with httpx.AsyncClient(transport=httpx.MockTransport(fake.respond)) as client:
+        sdk = AsyncZep(api_key=fake.api_key, base_url=f"{fake.base_url}/api/v4", httpx_client=client)
+        graphs = [g async for g in await sdk.graph.list(page_size=10, search="memfed:")]
+        edges = [e async for e in await sdk.graph.edge.list(graph, page_size=100)]
+        nodes = [n async for n in await sdk.graph.node.list(graph, page_size=100)]
+        episodes = [e async for e in await sdk.graph.episode.list(graph, page_size=100)]
+        hits = (await sdk.graph.search_edges(graph, query="Ada works", page_size=10)).items
+        deleted = await sdk.graph.edge.delete(graph, edges[0].uuid_)
+        task = await sdk.task.get(deleted.task.uuid_)  # type: ignore[union-attr]
+    assert [g.uuid_ for g in graphs] == [graph]
+    assert [e.attributes["memfed_record"] for e in edges if e.attributes] == [fact.id]
+    assert {n.attributes.get("memfed_record") for n in nodes if n.attributes} == {ada.id}
+    assert [e.metadata["memfed_record"] for e in episodes if e.metadata] == [note.id]
+    assert hits and hits[0].uuid_ == edges[0].uuid_
+    assert task.status == "succeeded"
