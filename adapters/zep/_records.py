@@ -2,7 +2,8 @@
 
 Each version of a record is one object: a `fact` an edge, an `entity` a node, every other type an
 episode (text, or json when its content has parts other than text). memfed's fields travel in six keys
-(v4 allows ten in metadata), wherever the variant lets an object carry them (`Dialect.carrier`):
+where Zep reads them back (`Dialect.carrier`): an episode's metadata (v4 allows ten keys), an edge's or a
+node's attributes (both variants read those back without metadata):
 
     memfed_record   the record id (`hrec_` + 32 hex), the same for every version
     memfed_memory   the memory id, checked on every read

@@ -3,8 +3,8 @@ answer is read into, and the filter values a dialect spells in its own way.
 
 Each dialect reads its answers into the v4 object shape (`episode_uuids`, `metadata`), so the rest of the
 adapter reads one shape. Where memfed's fields travel differs by variant and kind (`Dialect.carrier`):
-v4 objects and v3 episodes carry a `metadata` object (at most 10 keys); v3 edges and nodes read back
-without one, so there memfed's keys ride in `attributes`.
+episodes carry a `metadata` object (v4: at most 10 keys); edges and nodes are read back without one in
+both variants, so there memfed's keys ride in `attributes`.
 """
 
 from __future__ import annotations
