@@ -98,6 +98,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
                           timeout=timeout, idempotency_keys=dialect.idempotency_keys, at_once=calls_at_once)
         self._graphs = Graphs(self._http, dialect, data_dir)
         self._carriers = {kind: dialect.carrier(kind) for kind in KINDS}
+        self._ingesting: dict[str, str] = {}
         self._task_wait = task_wait
         self._task_poll = task_poll
         self._capabilities = _capabilities()
@@ -203,12 +204,14 @@ class ZepProvider(ZepRecall, ZepDerivation):
             write_id=record.write_id,
         )
         try:
-            await self._write(graph, version, "memfed-" + write_id)
+            written = await self._write(graph, version, "memfed-" + write_id)
         except NotFound:
             if not await self._graphs.vanished(memory_id, graph):
                 raise
             # The graph was deleted at Zep: the memory starts a new one, as on its first write.
-            await self._write(await self._graphs.ensure(memory_id), version, "memfed-" + write_id + ":again")
+            written = await self._write(await self._graphs.ensure(memory_id), version,
+                                        "memfed-" + write_id + ":again")
+        self._ingestion_started(version.id, written)
         return version
 
     async def _next(self, memory_id: str, record_id: str, new: Record, write_id: str | None,

@@ -88,7 +88,10 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         if task is None:
             raise Refusal(404, "not_found", "task not found")
         task["polls"] += 1
-        if task["status"] == "pending" and task["polls"] >= fake.task_polls:
+        if task["type"] == "ingest":  # ends when the episode has been processed
+            done = fake.episodes.get(task["episode"], {}).get("processed", True)
+            task["status"] = "succeeded" if done else "processing"
+        elif task["status"] == "pending" and task["polls"] >= fake.task_polls:
             task["status"] = fake.task_outcome
             if task["status"] == "succeeded":
                 task["apply"]()
@@ -105,7 +108,10 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
     if rest == ["episodes"] and method == "POST":
         episode = fake._episode(g, body["data"], body.get("type", "text"), _meta(body.get("metadata")),
                                 body.get("source_description", ""), body.get("reference_time"))
-        return 202, {"episode": episode, "task": {"uuid": _uuid(), "status": "pending", "type": "ingest"}}, {}
+        task = {"uuid": _uuid(), "status": "pending", "type": "ingest", "polls": 0, "episode": episode["uuid"],
+                "apply": lambda: None}
+        fake.tasks[task["uuid"]] = task
+        return 202, {"episode": episode, "task": _task_view(task)}, {}
     if rest == ["edges"] and method == "POST":
         made = [_add_edge(fake, g, e) for e in body.get("edges") or []]
         return 201, {"edges": made}, {}

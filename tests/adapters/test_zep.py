@@ -271,6 +271,19 @@ async def test_what_zep_derives_reads_as_the_providers_and_never_as_stated(varia
     assert next(r for r in listed if r.id == note.id).written_by == AGENT
 
 
+async def test_v4_ingestion_is_followed_by_its_task_with_one_poll() -> None:
+    """v4 answers an episode's add with its ingestion task: whether Zep is still deriving is one poll of
+    that task (no listing of the graph), pending until Zep has processed the episode."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake) as zep:
+        note = await zep.remember(M1, text("Dana moved to Berlin."))
+        fake.requests.clear()
+        assert await zep.derivation_pending(M1, [note.id]) is True
+        fake.process()
+        assert await zep.derivation_pending(M1, [note.id]) is False
+    assert [(r.method, r.url.path.split("/")[3]) for r in fake.requests] == [("GET", "tasks")] * 2
+
+
 @BOTH
 async def test_erasing_an_episode_reports_the_facts_zep_keeps_from_it(variant: str) -> None:
     """Zep keeps what it derived when an episode is deleted: the erased note is reported unreachable;
