@@ -53,6 +53,22 @@ async def test_the_factory_takes_the_documented_options_and_refuses_others(tmp_p
             await factory({}, client=client, data_dir=tmp_path, api_key=None)
 
 
+async def test_the_example_configs_zep_table_opens_the_adapter(tmp_path: Path) -> None:
+    """Every option config.example.toml shows for [providers.zep] is one the factory takes."""
+    import re
+
+    from gateway.config import load
+
+    example = Path(__file__).resolve().parents[2] / "config.example.toml"
+    enabled = tmp_path / "all.toml"
+    enabled.write_text(re.sub(r"(?m)^# ?(\[|[a-z_]+ = )", r"\1", example.read_text()))
+    table = load(enabled).providers["zep"]
+    async with httpx.AsyncClient() as client:
+        made = await factory({**table.options, "base_url": table.base_url}, client=client, data_dir=tmp_path,
+                             api_key="k")
+    assert isinstance(made, ZepProvider) and made.variant == "v4"
+
+
 async def test_every_v4_change_carries_the_api_key_and_an_idempotency_key_from_the_write_id() -> None:
     """Authorization: Api-Key on every call; Idempotency-Key on every mutating v4 call, derived from
     memfed's write id, so the same write sent twice is one write at Zep."""
