@@ -141,8 +141,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
 
     # ------------------------------------------------------------------ writing one version
 
-    async def _write(self, graph: Graph, version: Record, key: str, *, closing: bool = False,
-                     previous: records.Version | None = None) -> Written:
+    async def _write(self, graph: Graph, version: Record, key: str, *, closing: bool = False) -> Written:
         """Create the object that holds `version`; `closing` makes a fact's edge invalid from creation."""
         try:
             pack = records.pack(version)
