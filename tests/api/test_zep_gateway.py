@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 from tests.api.zep_data import Three, three_providers
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.adapters.fake_zep import FakeZep
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 ZEP_KEY_ENV = "MEMFED_TEST_ZEP_KEY"
 MEM0_KEY_ENV = "MEMFED_TEST_MEM0_KEY"
