@@ -36,8 +36,10 @@ from adapters.base import (
     ProviderRejected,
     ProviderUnavailable,
     Record,
+    RecordNotFound,
     RecordTime,
     Revision,
+    Unsupported,
     Writer,
 )
 from adapters.versioning import not_before, or_keep, refuse_following, revised
@@ -229,7 +231,10 @@ class ZepProvider(ZepRecall, ZepDerivation):
         # A revision may change the type, and so the kind of object (an edge cannot become an episode):
         # the new version is an object of its own kind, and history reads the chain from memfed's keys.
         written = await self._write(graph, new, key + ":new", closing=closing)
-        await self._close(graph, last, written, new.time.written_at, invalid_at, key + ":close")
+        try:
+            await self._close(graph, last, written, new.time.written_at, invalid_at, key + ":close")
+        except NotFound as exc:
+            raise RecordNotFound(record_id) from exc  # erased meanwhile
         return new
 
     async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
@@ -238,7 +243,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
             return done
         cur = chain[-1].record
         if chain[-1].derived:
-            raise ProviderRejected("a record Zep derived is Zep's: state a fact of your own instead")
+            raise Unsupported("a record Zep derived is Zep's to change: state a record of your own instead")
         refuse_following(cur, "revised")
         at = not_before(revision.written_at, cur.time.written_at)
         new = Record(
@@ -261,7 +266,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
             return done
         cur = chain[-1].record
         if chain[-1].derived:
-            raise ProviderRejected("a record Zep derived is Zep's: erase it instead")
+            raise Unsupported("a record Zep derived is Zep's to change: erase it instead")
         refuse_following(cur, "forgotten")
         if cur.status == "forgotten":
             return cur

@@ -20,6 +20,7 @@ from adapters.base import (
     ProviderUnavailable,
     RecallQuery,
     Reference,
+    Unsupported,
 )
 from adapters.zep import ZepProvider, factory
 from tests.adapters.fake_zep import FakeZep, zep_provider
@@ -285,6 +286,9 @@ async def test_what_zep_derives_reads_as_the_providers_and_never_as_stated(varia
     fact = next(r for r in derived if r.type == "fact")
     assert Reference(M1, note.id, "derived_from") in fact.references
     assert next(r for r in listed if r.id == note.id).written_by == AGENT
+    async with zep_provider(variant, fake) as zep:  # type: ignore[arg-type]
+        with pytest.raises(Unsupported):  # Zep's own record: memfed does not restate it
+            await zep.revise(M1, fact.id, Stamps().revision(title="Mine now"))
 
 
 async def test_v4_ingestion_is_followed_by_its_task_with_one_poll() -> None:
