@@ -20,6 +20,7 @@ REGISTRY: Mapping[str, str] = {
     "local": "adapters.local",
     "mem0": "adapters.mem0",
     "saas": "adapters.saas",
+    "zep": "adapters.zep",
 }
 
 

@@ -73,6 +73,24 @@ async def saas_deriving(scratch: Path) -> AsyncIterator[Provider]:
         yield provider
 
 
+@asynccontextmanager
+async def zep_v4(scratch: Path) -> AsyncIterator[Provider]:
+    # The fake derives only when a test calls `process()`, so what the suite counts is what it stated;
+    # derivation, with derived records beside stated ones, is pinned in tests/adapters/test_zep.py.
+    from tests.adapters.fake_zep import zep_provider
+
+    async with zep_provider("v4", data_dir=scratch) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def zep_v3(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_zep import zep_provider
+
+    async with zep_provider("v3", data_dir=scratch) as provider:
+        yield provider
+
+
 HARNESSES: dict[str, Harness] = {
     "local": local,
     "mem0-platform": mem0_platform,
@@ -80,6 +98,8 @@ HARNESSES: dict[str, Harness] = {
     "saas": saas,
     "saas-no-vectors": saas_no_vectors,
     "saas-deriving": saas_deriving,
+    "zep-v4": zep_v4,
+    "zep-v3": zep_v3,
 }
 
 

@@ -507,3 +507,38 @@ async def test_a_provider_deriving_by_agent_adds_records_of_its_own(provider: Pr
     others = [r for r in (await provider.list(M1, include="all")).items if r.id != episode.id]
     assert others and all(r.written_by.kind == "provider" for r in others)
     assert (await provider.get(M1, episode.id)).written_by == AGENT
+# --------------------------------------------------------------------------- as_of, background derivation
+
+
+async def test_as_of_reads_the_version_current_at_that_instant(provider: Provider, stamps: Stamps) -> None:
+    """With as_of declared, a read at an instant between two versions shows the first as it stood then
+    (active), and one before the record was written does not find it."""
+    caps = provider.capabilities()
+    if not caps.as_of or caps.revise == "false":
+        pytest.skip("the capability document declares no as_of (or no revise)")
+    first = await provider.remember(M1, stamps.record("Version one."))
+    between = stamps.tick()
+    await provider.revise(M1, first.id, stamps.revision(title="Version two"))
+
+    then = await provider.get(M1, first.id, as_of=between)
+    listed = await provider.list(M1, as_of=between)
+
+    assert (then.version, then.status, then.title) == (1, "active", None)
+    assert [(r.id, r.version) for r in listed.items] == [(first.id, 1)]
+    with pytest.raises(RecordNotFound):
+        await provider.get(M1, first.id, as_of=first.time.written_at.replace(year=2000))
+
+
+async def test_background_derivation_is_declared_with_a_way_to_know_it_is_done(
+        provider: Provider, stamps: Stamps) -> None:
+    """A provider declaring `derivation: background` answers observe with a job, and can say whether
+    it is still deriving from what it was given (adapters/deriving.py), which the job's status waits for."""
+    from adapters.deriving import DerivingProvider
+
+    caps = provider.capabilities()
+    if caps.derivation != "background":
+        pytest.skip(f"the capability document declares derivation: {caps.derivation}")
+    assert caps.observe_answers == "job"
+    assert isinstance(provider, DerivingProvider)
+    stated = await provider.remember(M1, stamps.record("Acme renews in March.", type="fact"))
+    assert await provider.derivation_pending(M1, [stated.id]) is False  # a stated fact is not derived from
