@@ -1,0 +1,1 @@
+export async function render(main) { main.append(document.createTextNode('This page is not written yet.')); }

@@ -1,0 +1,83 @@
+"""The console in a real browser (Debian's Chromium) against `memfed serve` started as a process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e._browser import chromium, screenshot, watch_console_errors
+from tests.e2e._process import ServeProcess
+
+pytestmark = pytest.mark.e2e
+ADMIN_KEY = "mf_e2e_console_admin_key_0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    process = ServeProcess(tmp_path_factory.mktemp("console") / "data", admin_key=ADMIN_KEY)
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    yield opened
+    context.close()
+
+
+def api(server: ServeProcess, key: str = ADMIN_KEY) -> httpx.Client:
+    return httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=15.0)
+
+
+def member(admin: httpx.Client, name: str, type_: str = "human") -> tuple[str, str]:
+    made = admin.post("/v1/members", json={"name": name, "type": type_}).json()
+    return made["id"], admin.post(f"/v1/members/{made['id']}/keys").json()["key"]
+
+
+def sign_in(page: Any, server: ServeProcess, key: str, fragment: str = "") -> None:
+    page.goto(f"{server.base_url}/console/{fragment}")
+    page.get_by_label("API key or OIDC token").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign out").wait_for()
+
+
+def test_two_members_each_see_only_their_reach_in_the_tree(server: ServeProcess, page: Any, browser: Any) -> None:
+    """Alice and Bob, each granted one restricted branch, sign in and see only that branch in the tree;
+    the other's name is nowhere on the page, and its id opened by hand answers as if it did not exist."""
+    admin = api(server)
+    root = admin.post("/v1/memories", json={"name": "Reach Co"}).json()
+    branches = {}
+    for who in ("alice", "bob"):
+        branches[who] = admin.post("/v1/memories", json={"name": f"{who.title()} branch", "parent_id": root["id"],
+                                                         "restricted": True}).json()
+    keys = {}
+    for who in ("alice", "bob"):
+        member_id, keys[who] = member(admin, who)
+        assert admin.post(f"/v1/memories/{branches[who]['id']}/grants",
+                          json={"principal": f"member:{member_id}", "privileges": ["read"]}).status_code == 201
+    errors = watch_console_errors(page)
+    for who, other in (("alice", "bob"), ("bob", "alice")):
+        sign_in(page, server, keys[who])
+        tree = page.get_by_role("navigation", name="Memories")
+        tree.get_by_text(f"{who.title()} branch").wait_for()
+        assert f"{other.title()} branch" not in page.content()
+        assert "Reach Co" not in tree.inner_text()
+        screenshot(page, f"tree-{who}")
+        page.goto(f"{server.base_url}/console/#/tree?memory={branches[other]['id']}")
+        page.get_by_role("status").get_by_text("memory_not_found").wait_for()
+        assert f"{other.title()} branch" not in page.content()
+        page.get_by_role("button", name="Sign out").click()
+        page.get_by_role("button", name="Sign in").wait_for()
+    assert errors == []
