@@ -14,19 +14,16 @@ from tests.e2e._process import ServeProcess
 pytestmark = pytest.mark.e2e
 ADMIN_KEY = "mf_e2e_console_admin_key_0123456789abcdef"
 
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     process = ServeProcess(tmp_path_factory.mktemp("console") / "data", admin_key=ADMIN_KEY)
     yield process
     process.stop()
 
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with chromium() as launched:
         yield launched
-
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
@@ -36,22 +33,18 @@ def page(browser: Any) -> Iterator[Any]:
     yield opened
     context.close()
 
-
 def api(server: ServeProcess, key: str = ADMIN_KEY) -> httpx.Client:
     return httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=15.0)
-
 
 def member(admin: httpx.Client, name: str, type_: str = "human") -> tuple[str, str]:
     made = admin.post("/v1/members", json={"name": name, "type": type_}).json()
     return made["id"], admin.post(f"/v1/members/{made['id']}/keys").json()["key"]
-
 
 def sign_in(page: Any, server: ServeProcess, key: str, fragment: str = "") -> None:
     page.goto(f"{server.base_url}/console/{fragment}")
     page.get_by_label("API key or OIDC token").fill(key)
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("button", name="Sign out").wait_for()
-
 
 def test_two_members_each_see_only_their_reach_in_the_tree(server: ServeProcess, page: Any, browser: Any) -> None:
     """Alice and Bob, each granted one restricted branch, sign in and see only that branch in the tree;
@@ -80,4 +73,47 @@ def test_two_members_each_see_only_their_reach_in_the_tree(server: ServeProcess,
         assert f"{other.title()} branch" not in page.content()
         page.get_by_role("button", name="Sign out").click()
         page.get_by_role("button", name="Sign in").wait_for()
+    assert errors == []
+
+def test_create_a_tree_grant_and_explain_in_the_browser(server: ServeProcess, page: Any) -> None:
+    """An admin creates a root and a restricted child with the forms, grants a member read on the root,
+    and "why" shows the member may read the root through that grant but not the child, cut off there."""
+    admin = api(server)
+    carol_id, _ = member(admin, "carol")
+    errors = watch_console_errors(page)
+    sign_in(page, server, ADMIN_KEY)
+    root_form = page.get_by_role("form", name="Create root")
+    root_form.get_by_label("Name").fill("Explain Co")
+    root_form.get_by_role("button", name="Create root").click()
+    page.get_by_role("heading", name="Explain Co").wait_for()
+    root_id = page.url.split("memory=")[1]
+    child_form = page.get_by_role("form", name="Create child")
+    child_form.get_by_label("Name").fill("Vault")
+    child_form.get_by_label("Restricted (inherits nothing from above)").check()
+    child_form.get_by_role("button", name="Create child").click()
+    page.get_by_role("heading", name="Vault").wait_for()
+    child_id = page.url.split("memory=")[1]
+    tree = page.get_by_role("navigation", name="Memories")
+    tree.get_by_text("Vault").wait_for()
+    assert "restricted" in tree.get_by_role("link", name="Vault").inner_text()
+    screenshot(page, "tree-admin")
+
+    page.goto(f"{server.base_url}/console/#/access?memory={root_id}")
+
+    grant_form = page.get_by_role("form", name="Add a grant")
+    grant_form.get_by_label("Principal").fill(f"member:{carol_id}")
+    grant_form.get_by_role("button", name="Grant").click()
+    page.get_by_role("cell", name=f"member:{carol_id}", exact=True).wait_for()
+    why = page.get_by_role("form", name="Why may this principal do this here")
+    why.get_by_label("Principal (X)").fill(f"member:{carol_id}")
+    why.get_by_role("button", name="Explain").click()
+    page.get_by_text(f"member:{carol_id} may read here.").wait_for()
+    assert f"principal=member%3A{carol_id}" in page.url or f"principal=member:{carol_id}" in page.url
+    screenshot(page, "access-root")
+
+    page.goto(f"{server.base_url}/console/#/access?memory={child_id}&principal=member:{carol_id}&privilege=read")
+    page.get_by_text(f"member:{carol_id} may not read here.").wait_for()
+    chain = page.get_by_role("list", name="The chain of memories, from this one upwards")
+    assert "restricted: inheritance stops here" in chain.inner_text()
+    screenshot(page, "access-cutoff")
     assert errors == []
