@@ -117,3 +117,62 @@ def test_create_a_tree_grant_and_explain_in_the_browser(server: ServeProcess, pa
     assert "restricted: inheritance stops here" in chain.inner_text()
     screenshot(page, "access-cutoff")
     assert errors == []
+
+
+def test_records_revise_forget_erase_and_a_recall_test_in_the_browser(server: ServeProcess, page: Any) -> None:
+    """Records list with a type filter; a record's parts, history after a revise; the recall test shows
+    each result's memory, score and why, the emulated query explained in words and the provider's time;
+    erase answers with what it could not reach."""
+    admin = api(server)
+    root = admin.post("/v1/memories", json={"name": "Records Co"}).json()
+    sales = admin.post("/v1/memories", json={"name": "Sales", "parent_id": root["id"]}).json()
+    fact = admin.post(f"/v1/memories/{sales['id']}/records", json={
+        "type": "fact", "title": "Renewal", "content": "Acme renews in March",
+        "attributes": {"account": "acme"}}).json()
+    admin.post(f"/v1/memories/{sales['id']}/records", json={"type": "note", "content": "Globex prefers email"})
+    errors = watch_console_errors(page)
+    sign_in(page, server, ADMIN_KEY, f"#/records?memory={sales['id']}&type=fact")
+    listing = page.get_by_role("table", name="Records in this memory")
+    listing.get_by_role("link", name="Renewal").wait_for()
+    assert "Globex" not in listing.inner_text()
+    screenshot(page, "records-list")
+    page.get_by_role("form", name="Filter records").get_by_label("Attributes").fill("account=globex")
+    page.get_by_role("button", name="Filter").click()
+    page.get_by_text("No record matches.").wait_for()
+    assert "attrs=account%3Dglobex" in page.url
+
+    page.goto(f"{server.base_url}/console/#/records?memory={sales['id']}&record={fact['id']}")
+    revise = page.get_by_role("form", name="Revise this record")
+    revise.get_by_label("Content").fill("Acme renews in April")
+    revise.get_by_role("button", name="Revise").click()
+    versions = page.get_by_role("table", name="Versions, oldest first")
+    versions.get_by_text("Acme renews in April").wait_for()
+    assert "Acme renews in March" in versions.inner_text()
+    screenshot(page, "record-history")
+
+    page.goto(f"{server.base_url}/console/#/recall?memory={root['id']}")
+    ask = page.get_by_role("form", name="Recall test")
+    ask.get_by_label("Query (meaning)").fill("renews")
+    ask.get_by_label("Text (words)").fill("renews")
+    ask.get_by_role("button", name="Recall").click()
+    got = page.get_by_role("table", name="What an application gets, best first")
+    got.get_by_text(f"Sales ({sales['id']})").wait_for()
+    assert "query, text" in got.inner_text() or "text, query" in got.inner_text()
+    assert "1.0000" in got.inner_text()
+    degraded = page.get_by_role("list", name="Degraded")
+    assert "Provider local approximates query (emulated)" in degraded.inner_text()
+    times = page.get_by_role("table", name="Each provider's time on this recall").inner_text()
+    assert "local" in times and " ms" in times
+    assert "text=renews" in page.url
+    screenshot(page, "recall-test")
+    page.reload()
+    got.get_by_text(f"Sales ({sales['id']})").wait_for()  # the URL holds the question: a reload asks it again
+
+    page.goto(f"{server.base_url}/console/#/records?memory={sales['id']}&record={fact['id']}")
+    page.get_by_role("button", name="Erase for good…").click()
+    page.get_by_role("button", name="Erase its content everywhere").click()
+    page.get_by_text("Unreachable (the provider still holds them): none.").wait_for()
+    assert page.get_by_text(f"Erased: {fact['id']}.").is_visible()
+    screenshot(page, "record-erased")
+    assert admin.get(f"/v1/memories/{sales['id']}/records/{fact['id']}").status_code == 404
+    assert errors == []

@@ -42,15 +42,17 @@ function hashFor(view, params) {
 }
 
 // Go to a page: a new entry in the history (Back returns).
-export function go(view, params) { window.location.hash = hashFor(view, params); }
+export function go(view, params) {
+  carry = true;
+  window.location.hash = hashFor(view, params);
+}
 
 // Record the page's state without rendering it again (filters typed in, a record opened).
 export function remember(view, params) { history.replaceState(null, "", hashFor(view, params)); }
 
-let saidAt = 0;
+let carry = false;
 
 export function say(message, kind = "info") {
-  saidAt = message ? Date.now() : 0;
   statusLine.textContent = message;
   statusLine.className = `status ${kind}`;
 }
@@ -73,12 +75,13 @@ async function render() {
   const { view, params } = location_();
   drawNav(view);
   clear(main);
-  if (Date.now() - saidAt > 2000) say("");  // a message from the action that led here stays
+  if (!carry) say("");  // a message from the action that led here (a save, a create) stays
+  carry = false;
   const [label, module] = VIEWS[view];
   document.title = `${label} · memfed console`;
   main.append(el("h1", { text: label }));
   try {
-    await module.render(main, params, { me, go, remember, say, fail, refresh: render });
+    await module.render(main, params, { me, go, remember, say, fail, refresh: () => { carry = true; return render(); } });
   } catch (error) {
     fail(error);
   }

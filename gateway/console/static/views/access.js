@@ -90,7 +90,7 @@ async function explain(out, memory, asked, wanted) {
         el("div", { text: await memoryLabel(node) }),
         contributing.map((g) => el("div", { class: "hint", text: `${g.implicit ? "creator's implicit grant" : `grant ${g.grant_id}`} to ` +
           `${g.principal}${g.via_group ? " (through the group)" : ""}: ${g.privileges.join(", ")}` })),
-        cut ? el("div", { class: "tag restricted", text: "restricted: inheritance stops here" }) : null));
+        cut ? el("span", { class: "tag restricted", text: "restricted: inheritance stops here" }) : null));
     }
     if (doc.inherited_from_above_reach) {
       chain.append(el("li", { class: "contributes", text: "Inherited from above your reach (not shown to you)." }));
