@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,8 +57,7 @@ async def recall(
         if not split.asked:
             continue  # nothing this provider can search by; said once below in the signal entries
         tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked)))
-        tasks[name].add_done_callback(lambda _, n=name, t=time.perf_counter(): timings.__setitem__(
-            n, (time.perf_counter() - t) * 1000))
+        tasks[name].add_done_callback(_stopwatch(timings, name))
     degraded.extend(signal_degradations(splits))
     degraded.extend(emulation_notes(query, {n: providers[n].capabilities() for n in tasks}))
     rankings: list[list[tuple[str, str]]] = []
@@ -96,6 +95,16 @@ async def recall(
     # Nothing returned, or every provider that answered judged its answer no answer: say so.
     abstain = not hits or (bool(abstentions) and all(abstentions))
     return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, calls, timings)
+
+
+def _stopwatch(timings: dict[str, float], name: str) -> Callable[[asyncio.Task[Any]], None]:
+    """A done-callback that notes in `timings` how long the task ran since now."""
+    started = time.perf_counter()
+
+    def stop(_: asyncio.Task[Any]) -> None:
+        timings[name] = (time.perf_counter() - started) * 1000
+
+    return stop
 
 
 async def _ask(handle: ProviderHandle, memory_ids: Sequence[str], query: RecallQuery) -> tuple[RecallAnswer, int]:
