@@ -27,12 +27,17 @@ def start(services: Any, memory_id: str, to: str, recursive: bool) -> dict[str, 
 
 
 def reporter(entry: dict[str, Any]) -> Any:
-    """The `progress` callback of a swap: each pass starts at (0, total) and counts up to (total, total)."""
+    """The `progress` callback of a swap. Each pass (the copy, then catch-ups with writes made meanwhile)
+    starts at (0, its total) and counts up; the entry adds the passes up, so `done` of `total` only grows."""
+    finished_passes = 0  # records of the passes before the current one
 
     def progress(done: int, total: int) -> None:
+        nonlocal finished_passes
         if done == 0:
+            if entry["passes"]:
+                finished_passes = entry["total"] or 0
             entry["passes"] += 1
-        entry["done"], entry["total"] = done, total
+        entry["done"], entry["total"] = finished_passes + done, finished_passes + total
 
     return progress
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,7 +19,10 @@ ADMIN_KEY = "mf_e2e_console_admin_key_0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    process = ServeProcess(tmp_path_factory.mktemp("console") / "data", admin_key=ADMIN_KEY)
+    home = tmp_path_factory.mktemp("console")
+    config = home / "memfed.toml"
+    config.write_text('[providers.archive]\nadapter = "local"\n')  # a second provider to swap to
+    process = ServeProcess(home / "data", admin_key=ADMIN_KEY, config=config)
     yield process
     process.stop()
 
@@ -175,4 +181,90 @@ def test_records_revise_forget_erase_and_a_recall_test_in_the_browser(server: Se
     assert page.get_by_text(f"Erased: {fact['id']}.").is_visible()
     screenshot(page, "record-erased")
     assert admin.get(f"/v1/memories/{sales['id']}/records/{fact['id']}").status_code == 404
+    assert errors == []
+
+
+def test_decision_log_filter_verify_export_and_a_broken_chain(server: ServeProcess, page: Any) -> None:
+    """The log filtered to one member's denials shows only those; verify says the chain holds; the export
+    holds the filtered decisions as NDJSON; after an entry is edited in the database, verify names it."""
+    admin = api(server)
+    dave_id, dave_key = member(admin, "dave")
+    hidden = admin.post("/v1/memories", json={"name": "Audit Co"}).json()
+    dave = api(server, dave_key)
+    assert dave.get(f"/v1/memories/{hidden['id']}").status_code == 404
+    assert dave.post(f"/v1/memories/{hidden['id']}/recall", json={"text": "x"}).status_code == 404
+    errors = watch_console_errors(page)
+    sign_in(page, server, ADMIN_KEY, f"#/audit?principal=member:{dave_id}&decision=deny")
+    log = page.get_by_role("table", name="Decisions, as the filters select")
+    log.get_by_text("memories.get").wait_for()
+    cells = log.locator("tbody tr td:nth-child(7)").all_inner_texts()
+    assert cells and set(cells) == {"deny"}
+    assert set(log.locator("tbody tr td:nth-child(3)").all_inner_texts()) == {f"member:{dave_id}"}
+    screenshot(page, "audit-filtered")
+
+    page.get_by_role("button", name="Verify the chain").click()
+    page.get_by_text("The chain holds").wait_for()
+    page.get_by_role("button", name="Prepare the export").click()
+    with page.expect_download() as download:
+        page.get_by_role("link", name="decisions (NDJSON)").click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    exported = [json.loads(line) for line in lines]
+    assert len(exported) == len(cells) and {e["decision"] for e in exported} == {"deny"}
+    assert {e["principal"] for e in exported} == {f"member:{dave_id}"}
+
+    with sqlite3.connect(server.log.parent / "data" / "state.sqlite3") as db:
+        db.execute("UPDATE audit_entries SET reason = 'edited by hand' WHERE seq = 2")
+    page.get_by_role("button", name="Verify the chain").click()
+    page.get_by_text("The chain breaks at entry 2.").wait_for()
+    screenshot(page, "audit-broken")
+    with sqlite3.connect(server.log.parent / "data" / "state.sqlite3") as db:  # mended for the other tests
+        db.execute("UPDATE audit_entries SET reason = ? WHERE seq = 2", (admin_reason(server),))
+    assert errors == []
+
+
+def admin_reason(server: ServeProcess) -> str:
+    return str(api(server).get("/v1/audit", params={"limit": 2}).json()["data"][1]["reason"])
+
+
+def test_providers_side_by_side_and_a_swap_with_its_progress(server: ServeProcess, page: Any, tmp_path: Path) -> None:
+    """Both providers' documents in one table with breaker and recent calls; a swap started in the page
+    shows its progress to completion and the memory is then bound to the target; export downloads NDJSON
+    that imports into another memory."""
+    admin = api(server)
+    moving = admin.post("/v1/memories", json={"name": "Moving"}).json()
+    for n in range(3):
+        admin.post(f"/v1/memories/{moving['id']}/records", json={"content": f"fact {n}"})
+    errors = watch_console_errors(page)
+    sign_in(page, server, ADMIN_KEY, "#/providers")
+    documents = page.get_by_role("table", name="Capability documents, side by side")
+    documents.get_by_role("columnheader", name="archive").wait_for()
+    assert "closed" in documents.get_by_role("row", name="Breaker").inner_text()
+    assert documents.get_by_role("row", name="Latency p50 / p95").is_visible()
+    screenshot(page, "providers")
+
+    swap = page.get_by_role("form", name="Swap a memory's provider")
+    swap.get_by_label("Memory id").fill(moving["id"])
+    swap.get_by_label("To provider").select_option("archive")
+    swap.get_by_role("button", name="Start the swap").click()
+    page.get_by_text("Completed: 3 records copied to archive").wait_for()
+    bar = page.get_by_role("progressbar", name="Records copied in this pass")
+    assert bar.get_attribute("value") == bar.get_attribute("max") == "3"
+    assert admin.get(f"/v1/memories/{moving['id']}").json()["provider"] == "archive"
+    assert f"memory={moving['id']}" in page.url
+    screenshot(page, "providers-swap")
+
+    page.locator("#io-memory").fill(moving["id"])
+    page.get_by_role("button", name="Export").click()
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download the export (NDJSON)").click()
+    exported = Path(download.value.path()).read_text().splitlines()
+    assert len(exported) == 3
+    target = admin.post("/v1/memories", json={"name": "Copy"}).json()
+    saved = tmp_path / "moving.ndjson"
+    saved.write_text("\n".join(exported) + "\n")
+    page.locator("#io-memory").fill(target["id"])
+    page.get_by_label("NDJSON file to import into that memory").set_input_files(str(saved))
+    page.get_by_role("button", name="Import the file").click()
+    page.get_by_text("Imported 3 records").wait_for()
+    assert len(admin.get(f"/v1/memories/{target['id']}/records").json()["data"]) == 3
     assert errors == []
