@@ -325,3 +325,59 @@ def test_a_change_without_the_csrf_token_is_refused_in_the_browser(server: Serve
     assert page.evaluate("document.cookie") == ""
     cookie = next(c for c in page.context.cookies() if c["name"] == "memfed_console")
     assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+
+
+UNLABELLED = """() => [...document.querySelectorAll('main input, main select, main textarea, main button')]
+    .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') &&
+                   !(c.tagName === 'BUTTON' && c.textContent.trim()))
+    .map((c) => c.outerHTML.slice(0, 80))"""
+
+
+def test_usable_by_keyboard_labelled_and_readable_at_390_px(server: ServeProcess, browser: Any) -> None:
+    """At 390 px wide no page scrolls sideways; every control has a label; the skip link, Tab and the
+    arrow keys move through the tree; a filtered page reloads as it was from its URL alone."""
+    admin = api(server)
+    root = admin.post("/v1/memories", json={"name": "Narrow Co", "description": "x" * 300}).json()
+    for name in ("North", "South"):
+        child = admin.post("/v1/memories", json={"name": name, "parent_id": root["id"]}).json()
+        admin.post(f"/v1/memories/{child['id']}/records", json={"type": "fact", "content": "a long line " * 40})
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        sign_in(page, server, ADMIN_KEY)
+        fragments = {"tree": f"#/tree?memory={root['id']}", "access": f"#/access?memory={root['id']}",
+                     "records": f"#/records?memory={root['id']}", "recall": f"#/recall?memory={root['id']}",
+                     "audit": "#/audit?decision=allow", "providers": "#/providers"}
+        for name, fragment in fragments.items():
+            page.goto(f"{server.base_url}/console/{fragment}")
+            page.locator(f"main[data-ready={name}]").wait_for()
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
+            assert page.evaluate(UNLABELLED) == [], name
+            screenshot(page, f"narrow-{name}")
+
+        page.goto(f"{server.base_url}/console/#/tree")
+        page.reload()  # a fresh document: Tab starts from its top
+        tree = page.get_by_role("navigation", name="Memories")
+        tree.get_by_role("link", name="Narrow Co").wait_for()
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.className") == "skip"
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.id") == "main"
+        assert page.url.endswith("#/tree")  # the skip link leaves the page's state alone
+        tree.get_by_role("link", name="Narrow Co").focus()
+        page.keyboard.press("ArrowRight")
+        tree.get_by_role("link", name="North").wait_for()
+        page.keyboard.press("ArrowDown")
+        focused = page.evaluate("document.activeElement.textContent")
+        assert focused.startswith("North")
+        page.keyboard.press("Enter")
+        page.get_by_role("heading", name="North").wait_for()
+
+        page.goto(f"{server.base_url}/console/#/records?memory={root['id']}&type=fact&status=all")
+        page.reload()
+        filters = page.get_by_role("form", name="Filter records")
+        assert filters.get_by_label("Type").input_value() == "fact"
+        assert filters.get_by_label("Status").input_value() == "all"
+    finally:
+        context.close()

@@ -75,6 +75,7 @@ async function render() {
   const { view, params } = location_();
   drawNav(view);
   clear(main);
+  main.removeAttribute("data-ready");
   if (!carry) say("");  // a message from the action that led here (a save, a create) stays
   carry = false;
   const [label, module] = VIEWS[view];
@@ -85,6 +86,7 @@ async function render() {
   } catch (error) {
     fail(error);
   }
+  main.dataset.ready = view;  // the page is drawn (tests and assistive tools can wait for this)
 }
 
 function drawSignIn(message) {
@@ -124,6 +126,12 @@ async function start(doc) {
   who.title = `member:${me.id}`;
   await render();
 }
+
+// The skip link moves the focus without touching the fragment, which holds the page's state.
+document.querySelector(".skip").addEventListener("click", (event) => {
+  event.preventDefault();
+  main.focus();
+});
 
 signOutButton.addEventListener("click", async () => {
   await api.signOut();

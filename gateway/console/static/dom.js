@@ -68,7 +68,11 @@ export function button(label, onClick, attrs = {}) {
 }
 
 export function table(caption, headers, rows) {
-  return el("div", { class: "table-wrap" }, el("table", {},
+  // Each cell carries its column's name, so that a narrow screen can show a row as a labelled card.
+  for (const row of rows) {
+    [...row.children].forEach((cell, i) => { if (headers[i]) cell.setAttribute("data-label", headers[i]); });
+  }
+  return el("div", { class: "table-wrap" }, el("table", { class: "cards" },
     el("caption", { text: caption }),
     el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", text: h })))),
     el("tbody", {}, rows)));

@@ -28,7 +28,7 @@ function sideBySide(documents) {
     documents.map((d) => { let v; try { v = value(d); } catch { v = ""; } return el("td", { text: v ?? "" }); })));
   const details = documents.map((d) => el("details", {}, el("summary", { text: `${d.id}: the whole capability document` }),
     el("pre", { class: "content", text: JSON.stringify(d, null, 2) })));
-  return [el("div", { class: "table-wrap" }, el("table", {}, el("caption", { text: "Capability documents, side by side" }),
+  return [el("div", { class: "table-wrap" }, el("table", { class: "wide" }, el("caption", { text: "Capability documents, side by side" }),
     el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "" }), documents.map((d) => el("th", { scope: "col", text: d.id })))),
     el("tbody", {}, rows))), details];
 }
