@@ -148,6 +148,8 @@ async def test_every_console_answer_carries_a_strict_csp(app: tuple[Any, str]) -
         page = (await client.get("/console/")).text
         assert "<script type=\"module\" src=" in page and "style=" not in page and "<style" not in page
         assert (await client.get("/console/static/../app.py")).status_code == 404
+        moved = await client.get("/console")
+        assert moved.status_code == 308 and moved.headers["location"] == "/console/"
 
 
 def test_every_static_file_is_shipped_as_package_data() -> None:
