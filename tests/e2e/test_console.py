@@ -288,6 +288,11 @@ def test_hostile_strings_render_as_text_under_a_strict_csp(server: ServeProcess,
         "title": HOSTILE_TITLE, "content": HOSTILE_CONTENT, "attributes": {"note": "<b onclick=alert(1)>x</b>"}}).json()
     assert admin.post(f"/v1/memories/{memory['id']}/grants",
                       json={"principal": f"member:{evil_id}", "privileges": ["read", "write"]}).status_code == 201
+    vault = admin.post("/v1/memories", json={"name": "Hidden vault"}).json()
+    secret = admin.post(f"/v1/memories/{vault['id']}/records", json={"content": "out of reach"}).json()
+    pointer = admin.post(f"/v1/memories/{memory['id']}/records", json={"content": "see also", "references": [
+        {"memory_id": memory["id"], "record_id": record["id"], "rel": "about"},
+        {"memory_id": vault["id"], "record_id": secret["id"], "rel": "derived_from"}]}).json()
     errors = watch_console_errors(page)
     sign_in(page, server, evil_key, f"#/tree?memory={memory['id']}")
     pages = {
@@ -310,6 +315,11 @@ def test_hostile_strings_render_as_text_under_a_strict_csp(server: ServeProcess,
         assert page.locator("main img, main svg, main script, main b").count() == 0, name
         screenshot(page, f"hostile-{name}")
     assert "<script>window.__pwned=5</script>" in page.locator("#who").inner_text()
+    page.goto(f"{server.base_url}/console/#/records?memory={memory['id']}&record={pointer['id']}")
+    references = page.get_by_role("list", name="References")
+    references.get_by_text("not available to you").wait_for()
+    assert f"about → {record['id']}" in references.inner_text() and "available" in references.inner_text()
+    assert vault["id"] not in page.content() and "derived_from" not in page.content()
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert errors == []
 
@@ -419,3 +429,26 @@ def test_move_with_the_picker_and_delete_a_subtree_after_a_confirmation_naming_i
     assert admin.get(f"/v1/memories/{leaf['id']}").status_code == 404
     assert admin.get(f"/v1/memories/{right['id']}").status_code == 200
     assert errors == []
+
+
+def test_a_holder_of_delete_reads_the_log_of_their_subtree_only(server: ServeProcess, page: Any) -> None:
+    """A member holding delete on a branch (not an admin) reads that branch's decisions and no other
+    memory's; without naming a memory the page says what to give; verify is not offered."""
+    admin = api(server)
+    owner_id, owner_key = member(admin, "owner")
+    root = admin.post("/v1/memories", json={"name": "Log Co"}).json()
+    branch = admin.post("/v1/memories", json={"name": "Owned", "parent_id": root["id"]}).json()
+    other = admin.post("/v1/memories", json={"name": "Not owned", "parent_id": root["id"]}).json()
+    admin.post(f"/v1/memories/{branch['id']}/grants", json={"principal": f"member:{owner_id}",
+                                                           "privileges": ["read", "delete"]})
+    admin.get(f"/v1/memories/{other['id']}")
+    admin.get(f"/v1/memories/{branch['id']}")
+    sign_in(page, server, owner_key, "#/audit")
+    page.get_by_text("Give the id of a memory you hold delete on").wait_for()
+    assert page.get_by_role("button", name="Verify the chain").count() == 0
+    page.goto(f"{server.base_url}/console/#/audit?memory_id={branch['id']}")
+    log = page.get_by_role("table", name="Decisions, as the filters select")
+    log.locator("tbody tr").first.wait_for()
+    assert set(log.locator("tbody tr td:nth-child(5)").all_inner_texts()) == {branch["id"]}
+    assert other["id"] not in page.content() and root["id"] not in page.content()
+    screenshot(page, "audit-subtree-owner")

@@ -71,14 +71,20 @@ function contentParts(memory, record) {
 async function references(record) {
   const items = [];
   for (const ref of record.references || []) {
-    let available = "available";
+    if (!ref.available) {  // the API names neither the memory nor the relation of a target out of reach
+      items.push(el("li", {}, `→ ${ref.record_id}: `, el("span", { class: "tag deny", text: "not available to you" })));
+      continue;
+    }
+    let state = "available";
     try {
       await api.get(`/v1/memories/${enc(ref.memory_id)}/records/${enc(ref.record_id)}`);
     } catch (error) {
-      available = `not available (${error.code})`;
+      state = `gone (${error.code})`;
     }
-    items.push(el("li", {}, `${ref.rel || "refers to"} → ${ref.record_id} in ${await memoryLabel(ref.memory_id)}: `,
-      el("span", { class: `tag ${available === "available" ? "allow" : "deny"}`, text: available })));
+    items.push(el("li", {}, `${ref.rel || "refers to"} → `,
+      el("a", { href: `#/records?memory=${enc(ref.memory_id)}&record=${enc(ref.record_id)}`, text: ref.record_id }),
+      ` in ${await memoryLabel(ref.memory_id)}: `,
+      el("span", { class: `tag ${state === "available" ? "allow" : "deny"}`, text: state })));
   }
   return items.length ? el("ul", { "aria-label": "References" }, items) : el("p", { class: "empty", text: "No references." });
 }
