@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -65,7 +65,7 @@ class Console:
     # ------------------------------------------------------------------ pages
 
     async def page(self, request: Request) -> Response:
-        return FileResponse(str(_static_root().joinpath("index.html")), media_type="text/html")
+        return Response(_static_root().joinpath("index.html").read_bytes(), media_type="text/html")
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
