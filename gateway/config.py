@@ -71,6 +71,8 @@ class Config:
     # (renewed while its request runs) and an observe outbox row being sent.
     write_lease_seconds: float = 15.0
     telemetry_exporter: str = "none"
+    # After the first SIGTERM, how long requests already taken may run before they are cancelled.
+    grace_seconds: float = 30.0
 
     def database_url(self) -> str:
         """SQLAlchemy async URL of the state store; `postgresql://` is given the asyncpg driver."""
@@ -128,6 +130,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
     return Config(
         host=str(server.get("host", "127.0.0.1")),
         port=int(server.get("port", 8080)),
+        grace_seconds=_seconds(server, "grace_seconds", 30.0, what="server.grace_seconds", zero=True) or 0.0,
         data_dir=Path(server.get("data_dir", ".memfed")),
         state_url=state.get("url"),
         state_schema=state.get("schema"),

@@ -396,6 +396,14 @@ class AuditLog:
             count += 1
         return count
 
+    def journal_state(self) -> str:
+        """For readiness: "ok" (the journal is open and its directory writable), "disabled" or "closed"."""
+        if not self._enabled:
+            return "disabled"
+        if self._fd is None or not os.access(self._dir, os.W_OK):
+            return "closed"
+        return "ok"
+
     def stats(self) -> dict[str, int]:
         """stored; dropped (log closed, too many before start, or the journal write failed); rejected (journal
         lines this gateway did not write); head_seq."""
