@@ -58,7 +58,8 @@ class ServeProcess:
         raise RuntimeError(f"memfed serve did not start: {self.output()}")
 
     def output(self) -> str:
-        self._log_file.flush()
+        if not self._log_file.closed:
+            self._log_file.flush()
         return self.log.read_text(errors="replace")
 
     def stop(self, kill: bool = False) -> None:
