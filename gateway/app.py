@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from gateway.agent import outbox
 from gateway.agent.mcp.server import attach as attach_mcp
@@ -59,6 +59,7 @@ from gateway.state.private_files import private_dir, private_file
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
 from gateway.telemetry import configure as configure_tracing
+from gateway.telemetry.export import Telemetry
 
 log = logging.getLogger("memfed.app")
 
@@ -96,7 +97,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     private_dir(config.data_dir)
     if (url := config.database_url()).startswith("sqlite+aiosqlite:///") and ":memory:" not in url:
         private_file(Path(url[len("sqlite+aiosqlite:///") :]))  # before SQLite makes it world-readable
-    configure_tracing(config.telemetry_exporter)
+    configure_tracing(config.telemetry_exporter, otlp_endpoint=config.otlp_endpoint)
     given = os.environ.get("MEMFED_ADMIN_KEY", "") if first_admin else None
     async with contextlib.AsyncExitStack() as opened:
         store = await StateStore.open(url, search_path=config.state_schema, schemas=(create_audit_tables_on,),
@@ -151,7 +152,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(config: Config, *, services: Services | None = None, http_client: Any = None,
-               freeze_heap: bool = False, readiness: Readiness | None = None) -> Starlette:
+               freeze_heap: bool = False, readiness: Readiness | None = None,
+               telemetry: Telemetry | None = None) -> Starlette:
     """The app. Given `services`, it uses them as they are (tests); given `readiness` and no services, it
     waits for `begin_serving` (memfed serve: the port answers the probes while the state loads); otherwise
     its lifespan opens them.
@@ -186,6 +188,8 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
 
     lazy: Any = _Lazy()
     routes: list[BaseRoute] = [route(e, lazy) for e in endpoints()]
+    if telemetry is not None and telemetry.serves_metrics_route:
+        routes.append(Route("/metrics", telemetry.metrics_route, methods=["GET"]))  # no credentials: see README
     app = Starlette(
         routes=routes,
         lifespan=lifespan,

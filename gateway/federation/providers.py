@@ -30,7 +30,7 @@ from adapters.base import (
 )
 from gateway.config import Config, ConfigError, ProviderConfig
 from gateway.state.private_files import private_dir
-from gateway.telemetry import tracer
+from gateway.telemetry import metrics, tracer
 
 log = logging.getLogger("memfed.providers")
 T = TypeVar("T")
@@ -105,13 +105,16 @@ class ProviderHandle:
             span.set_attribute("memfed.provider", self.name)
             span.set_attribute("memfed.adapter", self.config.adapter)
             span.set_attribute("memfed.read", read)
+            started = time.perf_counter()
             try:
                 result = await self._call(fn, read=read, seconds=seconds)
             except ProviderError as exc:
                 span.set_attribute("memfed.outcome", exc.reason)
+                metrics.provider_call(self.name, exc.reason, read, time.perf_counter() - started)
                 self._note_refused_credential(exc)
                 raise
             span.set_attribute("memfed.outcome", "ok")
+            metrics.provider_call(self.name, "ok", read, time.perf_counter() - started)
             self._credential_refused = False
             return result
 

@@ -28,6 +28,8 @@ from gateway.ops.failure import one_line
 from gateway.ops.health import Readiness
 from gateway.services import Services
 from gateway.state.store import StateStore
+from gateway.telemetry.export import Telemetry
+from gateway.telemetry.tracing import flush as flush_spans
 
 log = logging.getLogger("memfed.serve")
 FAILED = 2
@@ -69,8 +71,8 @@ async def _serve(config: Config) -> int:
     except Exception as exc:
         print(f"memfed: {one_line(exc, config)}", file=sys.stderr, flush=True)
         return FAILED
-    readiness = Readiness()
-    app = create_app(config, freeze_heap=True, readiness=readiness)
+    readiness, telemetry = Readiness(), Telemetry(config)
+    app = create_app(config, freeze_heap=True, readiness=readiness, telemetry=telemetry)
     server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
                             readiness)
@@ -82,19 +84,24 @@ async def _serve(config: Config) -> int:
         opened = (await asyncio.gather(opening, return_exceptions=True))[0]
         if isinstance(opened, Services):
             await opened.close()
+        await telemetry.close()
         return serving.result()
     if (failure := opening.exception()) is not None:
         server.should_exit = True
         await serving
+        await telemetry.close()
         print(f"memfed: {one_line(failure, config)}", file=sys.stderr, flush=True)
         return FAILED
     services = opening.result()
     try:
         await begin_serving(app, services)
+        await telemetry.start(services)
         status = await serving
     finally:
         await end_serving(app)
         await services.close()  # commits the decision log's journal
+        await telemetry.close()
+        flush_spans()
     return status
 
 
