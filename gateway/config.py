@@ -169,8 +169,6 @@ def _telemetry(table: Mapping[str, Any]) -> dict[str, Any]:
     port = table.get("metrics_port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
         raise ConfigError("telemetry.metrics_port must be a port number")
-    if port is not None and "prometheus" not in wanted:
-        raise ConfigError('telemetry.metrics_port needs metrics = "prometheus"')
     return {"telemetry_exporter": exporter, "telemetry_metrics": tuple(dict.fromkeys(wanted)),
             "metrics_port": port, "otlp_endpoint": endpoint.rstrip("/") if endpoint else None}
 
