@@ -53,7 +53,9 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
         # uvicorn raises the captured signal again once it has stopped, which would end the process (with the
         # default handler) before the decision log is committed: this module ends it instead.
-        self._captured_signals.clear()
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
 
 
 def run(config: Config) -> int:

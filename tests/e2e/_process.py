@@ -43,7 +43,7 @@ class ServeProcess:
         if wait:
             self.wait_ready()
 
-    def wait_ready(self, seconds: float = 30.0) -> None:
+    def wait_ready(self, seconds: float = 90.0) -> None:
         """Return once the gateway answers `GET /v1/uhp` (it does once its state is loaded)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
