@@ -72,6 +72,11 @@ class Config:
     write_lease_seconds: float = 15.0
     telemetry_exporter: str = "none"
     console_enabled: bool = True
+    telemetry_metrics: tuple[str, ...] = ()  # "prometheus" (served at /metrics), "otlp" (sent to otlp_endpoint)
+    metrics_port: int | None = None  # /metrics on a port of its own instead of the gateway's
+    otlp_endpoint: str | None = None  # a collector's base URL (OTLP over HTTP): /v1/traces, /v1/metrics
+    # After the first SIGTERM, how long requests already taken may run before they are cancelled.
+    grace_seconds: float = 30.0
 
     def database_url(self) -> str:
         """SQLAlchemy async URL of the state store; `postgresql://` is given the asyncpg driver."""
@@ -130,6 +135,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
     return Config(
         host=str(server.get("host", "127.0.0.1")),
         port=int(server.get("port", 8080)),
+        grace_seconds=_seconds(server, "grace_seconds", 30.0, what="server.grace_seconds", zero=True) or 0.0,
         data_dir=Path(server.get("data_dir", ".memfed")),
         state_url=state.get("url"),
         state_schema=state.get("schema"),
@@ -146,9 +152,28 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
         write_lease_seconds=_seconds(_table(raw, "idempotency"), "lease_seconds", None) or 15.0,
-        telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),
+        **_telemetry(_table(raw, "telemetry")),
         console_enabled=bool(_table(raw, "console").get("enabled", True)),
     )
+
+
+def _telemetry(table: Mapping[str, Any]) -> dict[str, Any]:
+    exporter = _choice(table, "exporter", ("none", "console", "otlp"), "none")
+    wanted = table.get("metrics", [])
+    if isinstance(wanted, str):
+        wanted = [] if wanted == "off" else [wanted]
+    if not isinstance(wanted, list) or any(w not in ("prometheus", "otlp") for w in wanted):
+        raise ConfigError('telemetry.metrics must be "off", "prometheus", "otlp" or a list of those')
+    endpoint = table.get("otlp_endpoint")
+    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))):
+        raise ConfigError("telemetry.otlp_endpoint must be an http:// or https:// URL")
+    if (exporter == "otlp" or "otlp" in wanted) and not endpoint:
+        raise ConfigError("telemetry.otlp_endpoint is required to export by OTLP")
+    port = table.get("metrics_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ConfigError("telemetry.metrics_port must be a port number")
+    return {"telemetry_exporter": exporter, "telemetry_metrics": tuple(dict.fromkeys(wanted)),
+            "metrics_port": port, "otlp_endpoint": endpoint.rstrip("/") if endpoint else None}
 
 
 _PROVIDER_KEYS = {

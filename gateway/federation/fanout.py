@@ -17,6 +17,7 @@ from typing import Any
 
 from adapters.base import Hit, Provider, ProviderError, RecallAnswer, RecallQuery
 from gateway.federation.providers import ProviderHandle, Providers
+from gateway.telemetry import metrics
 from policies.capabilities import SignalSplit, emulation_notes, narrow, signal_degradations, split_signals
 from policies.recall import fuse
 
@@ -58,6 +59,7 @@ async def recall(
             continue  # nothing this provider can search by; said once below in the signal entries
         tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked)))
         tasks[name].add_done_callback(_stopwatch(timings, name))
+    metrics.recall_fanout(sum(len(ids) for ids in memories_by_provider.values()), len(tasks))
     degraded.extend(signal_degradations(splits))
     degraded.extend(emulation_notes(query, {n: providers[n].capabilities() for n in tasks}))
     rankings: list[list[tuple[str, str]]] = []
@@ -69,6 +71,8 @@ async def recall(
             answer, made = await task
         except ProviderError as exc:
             degraded.append(f"provider:{name}:{exc.reason}")
+            if exc.reason == "timeout":
+                metrics.deadline_missed(name)
             calls += 1
             continue
         except Exception:  # an adapter bug degrades the answer; it must not fail the whole recall

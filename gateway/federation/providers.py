@@ -31,7 +31,7 @@ from adapters.base import (
 from gateway.config import Config, ConfigError, ProviderConfig
 from gateway.federation.call_stats import CallStats
 from gateway.state.private_files import private_dir
-from gateway.telemetry import tracer
+from gateway.telemetry import metrics, tracer
 
 log = logging.getLogger("memfed.providers")
 T = TypeVar("T")
@@ -113,10 +113,12 @@ class ProviderHandle:
             except ProviderError as exc:
                 span.set_attribute("memfed.outcome", exc.reason)
                 self.recent.note((time.perf_counter() - started) * 1000, exc.reason)
+                metrics.provider_call(self.name, exc.reason, read, time.perf_counter() - started)
                 self._note_refused_credential(exc)
                 raise
             self.recent.note((time.perf_counter() - started) * 1000, "ok")
             span.set_attribute("memfed.outcome", "ok")
+            metrics.provider_call(self.name, "ok", read, time.perf_counter() - started)
             self._credential_refused = False
             return result
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sqlalchemy import delete, event, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from gateway.clock import now_ms
 from gateway.ids import new_id
-from gateway.state import coherence, tree_writes
+from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
 from gateway.state.directory import Directory, GroupRow, Member, member_of_row
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
@@ -26,6 +27,7 @@ from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from policies.access import PRIVILEGES, Grant
 
 KEY_PREFIX = "mf_"
+Creator = Callable[[AsyncConnection], Awaitable[None]]  # makes more tables, inside the startup transaction
 
 
 def hash_key(secret: str) -> str:
@@ -43,15 +45,26 @@ class StateStore:
         self.claims = Claims()
         self.directory = Directory()
         self.changes = coherence.ChangeMark()
+        self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
 
     @classmethod
-    async def open(cls, url: str, *, search_path: str | None = None) -> StateStore:
-        """The store on `url`, loaded; StateCorrupt when its memories are not a tree."""
+    async def open(cls, url: str, *, search_path: str | None = None, schemas: Sequence[Creator] = (),
+                   first_admin: str | None = None) -> StateStore:
+        """The store on `url`, loaded; StateCorrupt when its memories are not a tree.
+
+        Its tables, those `schemas` create (the decision log's) and, given `first_admin` (a key, or "" for
+        a new one), the first admin of an empty store are made under the startup lock (gateway/state/
+        startup.py), so replicas starting together make them once; `first_admin` is what it made."""
         engine = _engine(url, search_path)
         try:
             async with engine.begin() as conn:
+                await startup.hold_startup_lock(conn)
                 await conn.run_sync(t.metadata.create_all)
+                for create in schemas:
+                    await create(conn)
+                made = await startup.make_first_admin(conn, first_admin or None) if first_admin is not None else None
             store = cls(engine)
+            store.first_admin = made
             await store._load()
         except BaseException:
             await engine.dispose()
@@ -121,6 +134,21 @@ class StateStore:
 
     def member_count(self) -> int:
         return self.directory.member_count()
+
+    async def make_first_admin(self, given: str | None) -> str | None:
+        """The first admin of an empty store (under the startup lock) and its key's secret; None if there
+        are members already."""
+        async with self.engine.begin() as conn:
+            await startup.hold_startup_lock(conn)
+            made = await startup.make_first_admin(conn, given)
+        if made is None:
+            return None
+        async with self.engine.connect() as conn:  # the rows as written: member and key
+            member = (await conn.execute(select(t.members).where(t.members.c.id == made[0]))).one()
+            key = (await conn.execute(select(t.api_keys).where(t.api_keys.c.member_id == made[0]))).one()
+        self.directory.put_member(member_of_row(member))
+        self.directory.put_key(key.key_hash, key.id, member.id)
+        return made[1]
 
     def member_for_key(self, secret: str) -> Member | None:
         return self.directory.member_for_digest(hash_key(secret))
