@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
-from adapters.base import Unsupported
+from gateway.api._calls import provider_failure
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
@@ -111,15 +111,11 @@ async def export(call: Call) -> StreamingResponse:
 
 
 def _provider_error(call: Call, memory_id: str, exc: Exception) -> ApiError:
+    """What an export's provider call raised, as every route answers it (api/_calls.py)."""
     node = call.services.store.tree.get(memory_id)
-    provider = node.provider if node else None
-    if isinstance(exc, Unsupported):  # e.g. a memory its provider cannot list whole: as on every route
-        return ApiError(422, "memory_unsupported", str(exc), detail={"provider": provider, "reason": exc.reason})
-    reason = getattr(exc, "reason", "adapter_error")
-    if not hasattr(exc, "reason"):
-        log.exception("export of %s failed", memory_id, exc_info=exc)
-    return ApiError(503, "memory_unavailable", f"The memory's provider did not answer ({reason}).",
-                    detail={"provider": provider, "reason": reason})
+    if node is None:
+        return ApiError(404, "memory_not_found", "No such memory.", param="memory_id")
+    return provider_failure(node, exc)
 
 
 async def import_(call: Call) -> dict[str, Any]:
