@@ -24,6 +24,7 @@ Modes: `--crash-at-start`, `--bad-handshake`, `--silent` (never prints the hands
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import AsyncIterator
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the plugin runs with no PYTHONPATH
 
 import grpc
+import httpx
 from google.protobuf import any_pb2, json_format, timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 
@@ -429,6 +432,35 @@ def main() -> None:
     if args.silent:
         time.sleep(3600)
     serve(Plugin(args))
+
+
+# ------------------------------------------------------------------ for tests (in the test process)
+
+FAKE = str(Path(__file__).resolve())
+
+
+def plugin_options(scratch: Path, *flags: str, **options: Any) -> dict[str, Any]:
+    """A `[providers.NAME]` table that runs this fake with `flags`, its records kept in `scratch`."""
+    table: dict[str, Any] = {"command": [sys.executable, FAKE, "--store", str(scratch / "plugin-store.bin"), *flags],
+                             "config": {"root": str(scratch)}, "start_timeout": 60.0, "timeout": 10.0}
+    table.update(options)
+    return table
+
+
+@contextlib.asynccontextmanager
+async def plugin_provider(scratch: Path, *flags: str, **options: Any) -> AsyncIterator[Any]:
+    """The real plugin adapter over this fake, launched as a subprocess; stopped after the block."""
+    from adapters.plugin import PluginProvider
+
+    data_dir = scratch / "notes"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    async with httpx.AsyncClient() as client:
+        provider = await PluginProvider.from_config(plugin_options(scratch, *flags, **options), client=client,
+                                                    data_dir=data_dir, api_key=None)
+        try:
+            yield provider
+        finally:
+            await provider.close()
 
 
 if __name__ == "__main__":

@@ -47,10 +47,28 @@ async def mem0_oss(scratch: Path) -> AsyncIterator[Provider]:
         yield provider
 
 
+@asynccontextmanager
+async def plugin(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_plugin import plugin_provider
+
+    async with plugin_provider(scratch) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def plugin_old_package(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_plugin import plugin_provider
+
+    async with plugin_provider(scratch, "--package", "old", "--errors", "memoryerror") as provider:
+        yield provider
+
+
 HARNESSES: dict[str, Harness] = {
     "local": local,
     "mem0-platform": mem0_platform,
     "mem0-oss": mem0_oss,
+    "plugin": plugin,
+    "plugin-agent-package": plugin_old_package,
 }
 
 

@@ -1,0 +1,332 @@
+"""The plugin adapter: UHP Memories on a memory-provider plugin of the agent-kernel plugin protocol.
+
+A plugin has no containers: it knows session, project and global scopes, no memory. So memfed acts as the
+plugin's kernel and files each record under its memory itself (`isolation: enforced_filter`): the record's
+slug starts with the memory's namespace (`m<12 hex of the memory id>-`), the ledger (`_ledger`) says which
+memory each slug is in, and every record read back is checked against it. A memfed type travels as a
+configured MemoryType and scope (`types`, `scope`, `scopes`), fixed at creation as the protocol demands;
+a revise that changes the type to one of another MemoryType records anew and deletes the old slug.
+
+What the plugin does not do, the adapter says (§10.2): UpdateRecord overwrites, so `history: none` (memfed
+counts versions but keeps none); there is no closed state, so forget deletes the record at the plugin
+(`forget: emulated`) and erase is the same call, every id erased also reported `unreachable` because what
+a plugin keeps after DeleteRecord is not known; `text` is memfed's ranking over ListRecords (`emulated`),
+`query` and `filters` are not answered; no `as_of`. Content is text only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from adapters.base import (
+    Capabilities,
+    Erasure,
+    ErasureIncomplete,
+    NewRecord,
+    Part,
+    ProviderError,
+    ProviderRejected,
+    Record,
+    RecordNotFound,
+    Reference,
+    Revision,
+    Writer,
+)
+from adapters.plugin._config import ConfigRefused, configure_request
+from adapters.plugin._ledger import Entry, Ledger
+from adapters.plugin._pb import memory_pb2 as pb
+from adapters.plugin._process import Launch, PluginProcess, command_of
+from adapters.plugin._reads import PluginReads, to_record
+from adapters.plugin._supervisor import Restart, Supervisor
+from adapters.versioning import not_before, or_keep, revised
+
+_OPTIONS = {"command", "env", "config", "types", "scope", "scopes", "start_timeout", "timeout", "restart",
+            "base_url"}
+# The protocol's four types by what they hold (taxonomy): who the user is, corrections, ongoing work,
+# pointers elsewhere. memfed's core types go to the nearest; `types` overrides.
+DEFAULT_TYPES = {"fact": "user", "note": "project", "procedure": "feedback", "episode": "project",
+                 "link": "reference", "entity": "reference"}
+_LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")
+
+
+def _enum(kind: Any, prefix: str, name: object, what: str) -> int:
+    try:
+        return int(kind.Value(f"{prefix}{str(name).upper()}"))
+    except ValueError:
+        raise ValueError(f"{what}: {name!r} is not a {prefix.rstrip('_').lower()}") from None
+
+
+def namespace(memory_id: str) -> str:
+    """The slug prefix of a memory's records: its id's hex where it has one, else a hash of it."""
+    tail = memory_id.removeprefix("hmem_")
+    if not re.fullmatch(r"[0-9a-f]{12,}", tail):
+        tail = hashlib.sha256(memory_id.encode()).hexdigest()
+    return f"m{tail[:12]}"
+
+
+def kebab(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or "record"
+
+
+def _blocks(content: Sequence[Part]) -> list[pb.ContentBlock]:
+    blocks = []
+    for part in content:
+        if part.type != "text" or part.text is None:
+            raise ProviderRejected("a plugin keeps text only: this record has a part that is not text")
+        blocks.append(pb.ContentBlock(text=pb.TextBlock(text=part.text)))
+    return blocks
+
+
+def _capabilities() -> Capabilities:
+    return Capabilities(
+        isolation="enforced_filter", derivation="none", signals=("text",), emulated_signals=("text",),
+        abstain=False, keeps_episodes=True, observe_answers="records", history_content="none",
+        history_structure="none", revise="native", forget="emulated", erase_unreachable="reported",
+        as_of=False, prime=False, types=False, graph_entities="stated", media=("text/*",), bytes="referenced",
+        searches_many_memories=True, data_location="vendor",
+    )
+
+
+class PluginProvider(PluginReads):
+    """A `Provider` over one plugin process."""
+
+    def __init__(self, supervisor: Supervisor, ledger: Ledger, *, types: Mapping[str, int],
+                 scope: int, scopes: Mapping[str, int]) -> None:
+        self._supervisor = supervisor
+        self._ledger = ledger
+        self._types = dict(types)
+        self._scope = scope
+        self._scopes = dict(scopes)
+        self._capabilities = _capabilities()
+        self._slugs = asyncio.Lock()  # the kernel's duty: one slug probe and Record at a time
+
+    @classmethod
+    async def from_config(cls, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path,
+                          api_key: str | None) -> PluginProvider:
+        """Options: `command` (required), `env` (names passed from memfed's environment), `config` (given to
+        Configure after checking it against the plugin's ConfigSchema), `types`, `scope`, `scopes`,
+        `start_timeout`, `timeout`, `restart = {max_restarts, backoff, backoff_max}`. The provider's name
+        is its data directory's. `client` and `api_key` are unused: a plugin is no HTTP vendor, and its
+        secrets are named in `config`."""
+        name = data_dir.name
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown plugin options: {', '.join(unknown)}")
+        if options.get("base_url"):
+            raise ValueError("a plugin is launched by `command`, it has no base_url")
+        env = options.get("env", [])
+        if not isinstance(env, list) or not all(isinstance(v, str) and v for v in env):
+            raise ValueError("plugin option 'env' must be a list of environment variable names")
+        config = options.get("config", {})
+        if not isinstance(config, Mapping):
+            raise ValueError("plugin option 'config' must be a table")
+        types = {**DEFAULT_TYPES, **dict(options.get("types", {}))}
+        mapped = {t: _enum(pb.MemoryType, "MEMORY_TYPE_", v, f"types.{t}") for t, v in types.items()}
+        scope = _enum(pb.MemoryScope, "MEMORY_SCOPE_", options.get("scope", "project"), "scope")
+        scopes = {t: _enum(pb.MemoryScope, "MEMORY_SCOPE_", v, f"scopes.{t}")
+                  for t, v in dict(options.get("scopes", {})).items()}
+        restart = options.get("restart", {})
+        if not isinstance(restart, Mapping) or set(restart) - {"max_restarts", "backoff", "backoff_max"}:
+            raise ValueError("plugin option 'restart' takes max_restarts, backoff, backoff_max")
+        launch = Launch(name=name, command=command_of(options.get("command"), name), env_names=tuple(env),
+                        start_timeout=float(options.get("start_timeout", 30.0)),
+                        call_timeout=float(options.get("timeout", 2.0)))
+        policy = Restart(max_restarts=int(restart.get("max_restarts", 5)), backoff=float(restart.get("backoff", 0.5)),
+                         backoff_max=float(restart.get("backoff_max", 30.0)))
+
+        async def configure(plugin: PluginProcess) -> None:
+            assert plugin.memory is not None
+            caps = plugin.capabilities
+            for memfed_type, plugin_type in mapped.items():
+                if plugin_type not in caps.supported_types:
+                    raise ValueError(f"plugin provider {name}: types.{memfed_type} maps onto "
+                                     f"{pb.MemoryType.Name(plugin_type)}, which the plugin does not support")
+            for where, plugin_scope in [("scope", scope), *((f"scopes.{t}", s) for t, s in scopes.items())]:
+                if plugin_scope not in caps.supported_scopes:
+                    raise ValueError(f"plugin provider {name}: {where} is {pb.MemoryScope.Name(plugin_scope)}, "
+                                     "which the plugin does not support")
+            try:
+                request = configure_request(caps.config_schema, config, os.environ)
+            except ConfigRefused as exc:
+                raise ValueError(f"plugin provider {name}: {exc}") from None
+            try:
+                await plugin.memory.call("Configure", request, pb.ConfigureResponse)
+            except ProviderError as exc:
+                raise ValueError(str(exc)) from None
+
+        supervisor = Supervisor(launch, policy, configure)
+        await supervisor.start()
+        try:
+            ledger = await Ledger.open(data_dir / "ledger.sqlite3")
+        except BaseException:
+            await supervisor.close()
+            raise
+        return cls(supervisor, ledger, types=mapped, scope=scope, scopes=scopes)
+
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def describe(self) -> dict[str, Any]:
+        """What the plugin declared at start, for the provider document and an operator."""
+        plugin = self._supervisor.plugin
+        caps = plugin.capabilities if plugin else pb.MemoryCapabilities()
+        return {
+            "package": plugin.memory.package if plugin and plugin.memory else None,
+            "producer": {"name": plugin.producer.name, "version": plugin.producer.version} if plugin else None,
+            "supported_types": [pb.MemoryType.Name(t) for t in caps.supported_types],
+            "supported_scopes": [pb.MemoryScope.Name(s) for s in caps.supported_scopes],
+            "ratification_supported": caps.ratification_supported,
+            "hook_points": [pb.HookPoint.Name(h) for h in caps.supported_hook_points],
+            "state": self._supervisor.state(),
+            "restarts": self._supervisor.restarts,
+            "tokens_counted": plugin.callbacks.counted if plugin and plugin.callbacks else 0,
+        }
+
+    # ------------------------------------------------------------------ writes
+
+    def _kind(self, memfed_type: str) -> tuple[Any, Any]:  # (MemoryType, MemoryScope): ints the stubs type as enums
+        plugin_type = self._types.get(memfed_type, self._types.get("note", pb.MEMORY_TYPE_PROJECT))
+        return plugin_type, self._scopes.get(memfed_type, self._scope)
+
+    async def _links(self, memory_id: str, content: Sequence[Part],
+                     stated: Sequence[Reference]) -> tuple[tuple[Reference, ...], tuple[str, ...]]:
+        """[[name]] links in the text, as the kernel parses them: a name that is a slug (or a record id) of
+        this memory becomes a reference; a dangling one is kept to be found later, never refused."""
+        names = [m.strip() for p in content for m in _LINK.findall(p.text or "")]
+        if not names:
+            return tuple(stated), ()
+        mine = {e.slug: e.record_id for e in await self._ledger.of_memory(memory_id)}
+        ids = set(mine.values())
+        refs, dangling = list(stated), []
+        for name in dict.fromkeys(names):
+            target = mine.get(name) or (name if name in ids else None)
+            if target is None:
+                dangling.append(name)
+            elif all(r.record_id != target for r in refs):
+                refs.append(Reference(memory_id, target, "links"))
+        return tuple(refs), tuple(dangling)
+
+    async def _record(self, memory_id: str, memfed_type: str, title: str | None, blocks: list[pb.ContentBlock]) -> str:
+        """Record at the plugin under a slug of this memory no other record holds, as the kernel must: the
+        plugin overwrites an id it already has. The final slug is the plugin's answer."""
+        plugin, memory = self._supervisor.memory()
+        plugin_type, plugin_scope = self._kind(memfed_type)
+        base = f"{namespace(memory_id)}-{kebab(title or memfed_type)}"
+        async with self._slugs:
+            slug, n = base, 1
+            while True:
+                try:
+                    await memory.call("GetRecord", pb.GetRecordRequest(id=slug), pb.GetRecordResponse)
+                except RecordNotFound:
+                    break
+                n += 1
+                slug = f"{base}-{n}"
+            if plugin.broker is not None:
+                await plugin.broker.announce()  # the plugin may count tokens through the broker
+            answer = await memory.call("Record", pb.RecordRequest(type=plugin_type, scope=plugin_scope, id=slug,
+                                                                  title=title or "", content=blocks),
+                                       pb.RecordResponse)
+        return answer.result.id or slug
+
+    async def remember(self, memory_id: str, record: NewRecord) -> Record:
+        blocks = _blocks(record.content)
+        refs, dangling = await self._links(memory_id, record.content, record.references)
+        slug = await self._record(memory_id, record.type, record.title, blocks)
+        entry = Entry(record_id="hrec_" + secrets.token_hex(16), memory_id=memory_id, slug=slug, type=record.type,
+                      version=1, written_by=record.written_by, written_at=record.written_at,
+                      valid_from=record.valid_from, valid_to=record.valid_to, titled=record.title is not None,
+                      attributes=dict(record.attributes), references=refs, dangling=dangling,
+                      write_id=record.write_id)
+        await self._ledger.put(entry)
+        return to_record(entry, pb.MemoryRecord(id=slug, title=record.title or "", content=blocks))
+
+    async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
+        """UpdateRecord with the whole content (the protocol replaces it wholesale); a type of another
+        MemoryType or scope is a new Record and the old slug's DeleteRecord, since both are immutable."""
+        entry = await self._entry(memory_id, record_id)
+        current = await self.get(memory_id, record_id)
+        content = or_keep(revision.content, current.content)
+        blocks = _blocks(content)
+        title = revised(revision, "title", current.title)
+        new_type = or_keep(revision.type, current.type)
+        refs, dangling = await self._links(memory_id, content, or_keep(revision.references, current.references))
+        _, memory = self._supervisor.memory()
+        slug = entry.slug
+        if self._kind(new_type) != self._kind(entry.type):
+            slug = await self._record(memory_id, new_type, title, blocks)
+            with contextlib.suppress(RecordNotFound):
+                await memory.call("DeleteRecord", pb.DeleteRecordRequest(id=entry.slug), pb.DeleteRecordResponse)
+        else:
+            plugin, _ = self._supervisor.memory()
+            if plugin.broker is not None:
+                await plugin.broker.announce()
+            try:
+                await memory.call("UpdateRecord", pb.UpdateRecordRequest(id=slug, title=title or "", content=blocks),
+                                  pb.UpdateRecordResponse)
+            except RecordNotFound:
+                raise RecordNotFound(record_id) from None
+        new = replace(entry, slug=slug, type=new_type, version=entry.version + 1, written_by=revision.written_by,
+                      written_at=not_before(revision.written_at, entry.written_at),
+                      valid_from=revised(revision, "valid_from", entry.valid_from),
+                      valid_to=revised(revision, "valid_to", entry.valid_to), titled=title is not None,
+                      attributes=dict(or_keep(revision.attributes, entry.attributes)), references=refs,
+                      dangling=dangling, write_id=revision.write_id)
+        await self._ledger.put(new)
+        return to_record(new, pb.MemoryRecord(id=slug, title=title or "", content=blocks))
+
+    async def _delete(self, entry: Entry) -> None:
+        _, memory = self._supervisor.memory()
+        with contextlib.suppress(RecordNotFound):  # already gone at the plugin: the ledger follows
+            await memory.call("DeleteRecord", pb.DeleteRecordRequest(id=entry.slug), pb.DeleteRecordResponse)
+        await self._ledger.drop(entry.record_id)
+
+    async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime, *,
+                     write_id: str | None = None) -> Record:
+        """DeleteRecord: the protocol has no closed state. The answer is the forgotten version; nothing of
+        it stays readable (history: none)."""
+        current = await self.get(memory_id, record_id)
+        entry = await self._entry(memory_id, record_id)
+        await self._delete(entry)
+        return replace(current, version=current.version + 1, supersedes=current.version, status="forgotten",
+                       written_by=by, time=replace(current.time, written_at=not_before(at, current.time.written_at)),
+                       write_id=write_id)
+
+    async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
+        """DeleteRecord per record of this memory. Whether the plugin keeps a copy (a file's history, a
+        backup) is not knowable on this wire, so every erased id is also reported unreachable."""
+        erased: list[str] = []
+        for position, record_id in enumerate(dict.fromkeys(record_ids)):
+            entry = await self._ledger.get(record_id)
+            if entry is None or entry.memory_id != memory_id:
+                continue
+            try:
+                await self._delete(entry)
+            except ProviderError as exc:
+                rest = [r for r in list(dict.fromkeys(record_ids))[position:]]
+                raise ErasureIncomplete(str(exc), erased=tuple(erased), unreachable=tuple(erased),
+                                        remaining=tuple(rest), reason=exc.reason) from exc
+            erased.append(record_id)
+        return Erasure(erased=tuple(erased), unreachable=tuple(erased))
+
+    async def drop_memory(self, memory_id: str) -> None:
+        for entry in await self._ledger.of_memory(memory_id):
+            await self._delete(entry)
+
+    async def close(self) -> None:
+        """Stop the plugin through its controller, then close the ledger."""
+        try:
+            await self._supervisor.close()
+        finally:
+            await self._ledger.close()
