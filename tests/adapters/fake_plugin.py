@@ -15,7 +15,7 @@ Run as `python tests/adapters/fake_plugin.py [flags]`. It behaves as a Go SDK pl
 - errors go as ErrorInfo (`--errors errorinfo`, the Go SDK's form), MemoryError (`memoryerror`), both,
   or a bare status code (`code`). `GetRecord("fail-<reason>")` and a Record titled `fail:<reason>` answer
   the error of that reason, to exercise each one.
-Modes: `--crash-at-start`, `--bad-handshake`, `--silent` (never prints the handshake), `--unhealthy`,
+Modes: `--crash-at-start` (or `--crash-at-start-if FILE`, while FILE exists), `--bad-handshake`, `--silent` (never prints the handshake), `--unhealthy`,
 `--crash-after N` (exits after N memory calls), `--slow S` (sleeps S s in every record call),
 `--ratification` with `--pending` (every write is a draft), `--store FILE` (records survive a restart),
 `--env-dump FILE` (writes the names of the environment it was given).
@@ -409,6 +409,7 @@ def main() -> None:
     parser.add_argument("--env-dump")
     parser.add_argument("--config-dump")
     parser.add_argument("--crash-at-start", action="store_true")
+    parser.add_argument("--crash-at-start-if", help="crash at start while this file exists (a crash loop)")
     parser.add_argument("--crash-after", type=int)
     parser.add_argument("--bad-handshake", action="store_true")
     parser.add_argument("--silent", action="store_true")
@@ -426,7 +427,7 @@ def main() -> None:
         sys.exit(1)
     if args.env_dump:
         Path(args.env_dump).write_text(json.dumps(sorted(os.environ)))
-    if args.crash_at_start:
+    if args.crash_at_start or (args.crash_at_start_if and os.path.exists(args.crash_at_start_if)):
         sys.stderr.write("fake plugin: crashing at start as asked\n")
         sys.exit(2)
     if args.silent:
