@@ -15,7 +15,8 @@ Run as `python tests/adapters/fake_plugin.py [flags]`. It behaves as a Go SDK pl
 - errors go as ErrorInfo (`--errors errorinfo`, the Go SDK's form), MemoryError (`memoryerror`), both,
   or a bare status code (`code`). `GetRecord("fail-<reason>")` and a Record titled `fail:<reason>` answer
   the error of that reason, to exercise each one.
-Modes: `--crash-at-start` (or `--crash-at-start-if FILE`, while FILE exists), `--bad-handshake`, `--silent` (never prints the handshake), `--unhealthy`,
+Modes: `--crash-at-start` (or `--crash-at-start-if FILE`, while FILE exists), `--bad-handshake`,
+`--silent` (never prints the handshake), `--unhealthy`,
 `--crash-after N` (exits after N memory calls), `--slow S` (sleeps S s in every record call),
 `--ratification` with `--pending` (every write is a draft), `--store FILE` (records survive a restart),
 `--env-dump FILE` (writes the names of the environment it was given).
