@@ -1,0 +1,143 @@
+"""The gateway over a memory-provider plugin (the fake plugin, a real subprocess) beside the embedded
+provider and mem0 OSS (faked at the HTTP layer): one recall from the root ranking every provider's
+records, the plugin's capability document, and provider swaps both ways through migrate and
+export/import."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.adapters.fake_mem0 import FakeMem0
+from tests.adapters.fake_plugin import plugin_options
+from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api.migration_data import aliases, comparable, export_lines, migrate, seed
+
+KEY_ENV = "MEMFED_TEST_MEM0_KEY"
+
+
+@pytest.fixture
+async def gw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Gateway, FakeMem0]]:
+    fake = FakeMem0("oss")
+    monkeypatch.setenv(KEY_ENV, fake.api_key or "")
+    plugin_dir = tmp_path / "plugin"
+    plugin_dir.mkdir()
+    config = make_config(tmp_path, providers={
+        "m0": {"adapter": "mem0", "variant": "oss", "base_url": fake.base_url, "api_key_env": KEY_ENV},
+        "notes": {"adapter": "plugin", **plugin_options(plugin_dir)},
+    })
+    async with running_gateway(config, http_client=fake.client()) as gateway:
+        yield gateway, fake
+
+
+async def write(gw: Gateway, memory_id: str, body: dict[str, Any]) -> str:
+    made = await gw.admin.post(f"/v1/memories/{memory_id}/records", json=body)
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+async def test_a_recall_from_the_root_ranks_local_mem0_and_plugin_records_naming_each_memory(
+    gw: tuple[Gateway, FakeMem0],
+) -> None:
+    """Three branches on three providers; one recall at the root with `query` and `text` gives one
+    ranking whose results each name their memory. mem0 answers the meaning, the plugin the words (its
+    own ranking, emulated), and what each could not do is named for it in degraded."""
+    gateway, _ = gw
+    root = await gateway.root("Company")
+    branches = {name: await gateway.child(gateway.admin, root["id"], f"On {name}", provider=name)
+                for name in ("local", "m0", "notes")}
+    written = {name: await write(gateway, b["id"], {"type": "fact", "content": f"renewal terms kept on {name}"})
+               for name, b in branches.items()}
+
+    answer = await gateway.admin.post(f"/v1/memories/{root['id']}/recall",
+                                      json={"query": "renewal terms", "text": "renewal terms", "limit": 10})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    by_memory = {r["memory"]["id"]: r["record"]["id"] for r in body["results"]}
+    assert by_memory == {branches[n]["id"]: written[n] for n in branches}
+    assert all(0 <= r["score"] <= 1 for r in body["results"])
+    assert any("notes" in d and "query" in d for d in body["degraded"]), body["degraded"]
+
+
+async def test_the_plugins_capability_document_says_what_it_cannot_do(gw: tuple[Gateway, FakeMem0]) -> None:
+    """Discovery shows the plugin provider: filtered isolation, no history, text emulated, erase reported."""
+    gateway, _ = gw
+    listed = (await gateway.admin.get("/v1/memories/providers")).json()
+    doc = next(p for p in listed["data"] if p["id"] == "notes")
+    assert doc["isolation"] == "enforced_filter"
+    assert doc["history"] == {"content": "none", "structure": "none"}
+    assert doc["recall"]["signals"] == ["text"] and doc["recall"]["emulated"] == ["text"]
+    assert doc["forget"] == "emulated" and doc["erase"] == {"unreachable": "reported"}
+    assert doc["x.memfed"]["adapter"] == "plugin"
+
+
+async def _text_memory(gateway: Gateway, provider: str) -> tuple[str, list[str]]:
+    """A memory of single-version text records (what a plugin can hold), one referencing another."""
+    memory = await gateway.root(f"Notes on {provider}", provider=provider)
+    mid = memory["id"]
+    first = await write(gateway, mid, {"type": "fact", "title": "Renewal", "content": "Acme renews in March.",
+                                       "attributes": {"account": "acme"}})
+    second = await write(gateway, mid, {"type": "note", "content": "Ask Dana before any discount.",
+                                        "references": [{"memory_id": mid, "record_id": first, "rel": "about"}]})
+    return mid, [first, second]
+
+
+@pytest.mark.parametrize(("start", "there"), [("local", "notes"), ("notes", "local"), ("m0", "notes"),
+                                               ("notes", "m0")])
+async def test_a_memory_moves_between_a_plugin_and_another_provider_both_ways(
+    gw: tuple[Gateway, FakeMem0], start: str, there: str
+) -> None:
+    """migrate copies every record to the other provider and back, writers, times, attributes and
+    references as they were, and every old id still resolves through the memory."""
+    gateway, _ = gw
+    mid, ids = await _text_memory(gateway, start)
+    before = comparable(await export_lines(gateway.admin, mid))
+
+    moved = await migrate(gateway, mid, to=there)
+    assert moved.status_code == 200, moved.text
+    assert (await gateway.admin.get(f"/v1/memories/{mid}")).json()["provider"] == there
+    new = await aliases(gateway, mid)
+    assert comparable(await export_lines(gateway.admin, mid), id_map={v: k for k, v in new.items()}) == before
+    for old in ids:
+        assert (await gateway.admin.get(f"/v1/memories/{mid}/records/{old}")).json()["id"] == new[old]
+
+    back = await migrate(gateway, mid, to=start)
+    assert back.status_code == 200, back.text
+    home = await aliases(gateway, mid)
+    assert comparable(await export_lines(gateway.admin, mid),
+                      id_map={v: k for k, v in home.items() if k in ids}) == before
+
+
+async def test_a_memory_with_history_or_files_is_not_moved_onto_a_plugin_in_silence(
+    gw: tuple[Gateway, FakeMem0],
+) -> None:
+    """A plugin keeps no versions and no files: moving a memory that has them is refused, naming why,
+    and the memory stays where it was."""
+    gateway, _ = gw
+    seeded = await seed(gateway)
+    refused = await migrate(gateway, seeded.memory_id, to="notes")
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "memory_unsupported" and "keeps none of history" in error["message"]
+    assert error["detail"]["migration"]["copied"] == 0
+    assert (await gateway.admin.get(f"/v1/memories/{seeded.memory_id}")).json()["provider"] == "local"
+
+
+async def test_export_from_a_plugin_memory_imports_into_a_local_one(gw: tuple[Gateway, FakeMem0]) -> None:
+    """export/import: the lines a plugin memory exports are imported into a memory on the embedded
+    provider with the same records."""
+    gateway, _ = gw
+    mid, _ = await _text_memory(gateway, "notes")
+    lines = await export_lines(gateway.admin, mid)
+    target = await gateway.root("Imported", provider="local")
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    imported = await gateway.admin.post(f"/v1/memories/{target['id']}/import", content=body,
+                                        headers={"content-type": "application/x-ndjson"})
+    assert imported.status_code == 200, imported.text
+    after = await export_lines(gateway.admin, target["id"])
+    assert sorted(v["versions"][0]["content"][0]["text"] for v in after) == sorted(
+        v["versions"][0]["content"][0]["text"] for v in lines)
