@@ -13,7 +13,6 @@ import builtins
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from adapters.base import (
     Capabilities,
@@ -35,6 +34,7 @@ from adapters.base import (
 from adapters.plugin._ledger import Entry, Ledger
 from adapters.plugin._pb import memory_pb2 as pb
 from adapters.plugin._supervisor import Supervisor
+from adapters.ratification import PENDING_KEY
 
 PAGE_SIZE = 100
 MAX_PAGES = 10_000  # a guard against a page token that never ends
@@ -43,7 +43,8 @@ _WORD = re.compile(r"\w+")
 
 def to_record(entry: Entry, record: pb.MemoryRecord) -> Record:
     """A plugin record with its ledger entry, as memfed's Record. Only text blocks can be read: memory
-    content is text-only on this protocol, so another block is a plugin out of contract."""
+    content is text-only on this protocol, so another block is a plugin out of contract. A draft (PENDING)
+    says so in `attributes["x.ratification"]` (adapters/ratification.py)."""
     parts = []
     for block in record.content:
         if not block.HasField("text"):
@@ -54,7 +55,9 @@ def to_record(entry: Entry, record: pb.MemoryRecord) -> Record:
         written_by=entry.written_by,
         time=RecordTime(written_at=entry.written_at, valid_from=entry.valid_from, valid_to=entry.valid_to),
         version=entry.version, supersedes=entry.version - 1 if entry.version > 1 else None,
-        title=record.title if entry.titled else None, attributes=entry.attributes,
+        title=record.title if entry.titled else None,
+        attributes={**entry.attributes, PENDING_KEY: "pending"} if record.status == pb.RECORD_STATUS_PENDING
+        else entry.attributes,
         references=entry.references, write_id=entry.write_id,
     )
 
@@ -171,8 +174,14 @@ class PluginReads:
         hits = tuple(Hit(record, score, ("text",)) for score, record in scored[: query.limit])
         return RecallAnswer(hits=hits, degraded=degraded)
 
-    async def context(self, memory_id: str, budget: int, *, model: str = "memfed",
-                      extra: Mapping[str, Any] | None = None) -> builtins.list[tuple[Record, float, int]]:
+    async def context_records(self, memory_id: str) -> Sequence[Record]:
+        """`ContextProvider` (adapters/context.py): the plugin's Recall within its declared default budget."""
+        plugin, _ = self._supervisor.memory()
+        budget = int(plugin.capabilities.default_token_budget) or 2000
+        return [record for record, _, _ in await self.context(memory_id, budget)]
+
+    async def context(self, memory_id: str, budget: int, *, model: str = "memfed") -> builtins.list[
+            tuple[Record, float, int]]:
         """The plugin's own budgeted Recall (what an agent kernel asks at context assembly), kept to this
         memory: (record, relevance in [0, 1], tokens) in the plugin's order. The request carries no memory,
         so the plugin spends the budget over every memory it holds; records of other memories are dropped

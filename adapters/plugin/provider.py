@@ -50,6 +50,7 @@ from adapters.plugin._pb import memory_pb2 as pb
 from adapters.plugin._process import Launch, PluginProcess, command_of
 from adapters.plugin._reads import PluginReads, to_record
 from adapters.plugin._supervisor import Restart, Supervisor
+from adapters.ratification import PENDING_KEY
 from adapters.versioning import not_before, or_keep, revised
 
 _OPTIONS = {"command", "env", "config", "types", "scope", "scopes", "start_timeout", "timeout", "restart",
@@ -89,12 +90,17 @@ def _blocks(content: Sequence[Part]) -> list[pb.ContentBlock]:
     return blocks
 
 
+def _check_attributes(attributes: Mapping[str, Any]) -> None:
+    if PENDING_KEY in attributes:
+        raise ProviderRejected(f"attributes.{PENDING_KEY} is the plugin's to say: a record cannot be written with it")
+
+
 def _capabilities() -> Capabilities:
     return Capabilities(
         isolation="enforced_filter", derivation="none", signals=("text",), emulated_signals=("text",),
         abstain=False, keeps_episodes=True, observe_answers="records", history_content="none",
         history_structure="none", revise="native", forget="emulated", erase_unreachable="reported",
-        as_of=False, prime=False, types=False, graph_entities="stated", media=("text/*",), bytes="referenced",
+        as_of=False, prime=True, types=False, graph_entities="stated", media=("text/*",), bytes="referenced",
         searches_many_memories=True, data_location="vendor",
     )
 
@@ -178,6 +184,33 @@ class PluginProvider(PluginReads):
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    def ratifies(self) -> bool:
+        """`RatifyingProvider`: whether the plugin declared ratification_supported."""
+        plugin = self._supervisor.plugin
+        return bool(plugin and plugin.capabilities.ratification_supported)
+
+    async def approve(self, memory_id: str, record_id: str) -> Record:
+        entry = await self._entry(memory_id, record_id)
+        _, memory = self._supervisor.memory()
+        try:
+            await memory.call("ApproveRecord", pb.ApproveRecordRequest(id=entry.slug), pb.ApproveRecordResponse)
+        except RecordNotFound:
+            raise RecordNotFound(record_id) from None
+        return await self.get(memory_id, record_id)
+
+    async def reject(self, memory_id: str, record_id: str) -> None:
+        entry = await self._entry(memory_id, record_id)
+        _, memory = self._supervisor.memory()
+        try:
+            await memory.call("RejectRecord", pb.RejectRecordRequest(id=entry.slug), pb.RejectRecordResponse)
+        except RecordNotFound:
+            raise RecordNotFound(record_id) from None
+        await self._ledger.drop(record_id)
+
+    def document_extra(self) -> dict[str, Any]:
+        """What the plugin declared, added to the provider's capability document under `x.memfed.plugin`."""
+        return {"plugin": self.describe()}
+
     def describe(self) -> dict[str, Any]:
         """What the plugin declared at start, for the provider document and an operator."""
         plugin = self._supervisor.plugin
@@ -218,7 +251,8 @@ class PluginProvider(PluginReads):
                 refs.append(Reference(memory_id, target, "links"))
         return tuple(refs), tuple(dangling)
 
-    async def _record(self, memory_id: str, memfed_type: str, title: str | None, blocks: list[pb.ContentBlock]) -> str:
+    async def _record(self, memory_id: str, memfed_type: str, title: str | None,
+                      blocks: list[pb.ContentBlock]) -> tuple[str, Any]:
         """Record at the plugin under a slug of this memory no other record holds, as the kernel must: the
         plugin overwrites an id it already has. The final slug is the plugin's answer."""
         plugin, memory = self._supervisor.memory()
@@ -238,19 +272,20 @@ class PluginProvider(PluginReads):
             answer = await memory.call("Record", pb.RecordRequest(type=plugin_type, scope=plugin_scope, id=slug,
                                                                   title=title or "", content=blocks),
                                        pb.RecordResponse)
-        return answer.result.id or slug
+        return answer.result.id or slug, answer.result.status
 
     async def remember(self, memory_id: str, record: NewRecord) -> Record:
+        _check_attributes(record.attributes)
         blocks = _blocks(record.content)
         refs, dangling = await self._links(memory_id, record.content, record.references)
-        slug = await self._record(memory_id, record.type, record.title, blocks)
+        slug, status = await self._record(memory_id, record.type, record.title, blocks)
         entry = Entry(record_id="hrec_" + secrets.token_hex(16), memory_id=memory_id, slug=slug, type=record.type,
                       version=1, written_by=record.written_by, written_at=record.written_at,
                       valid_from=record.valid_from, valid_to=record.valid_to, titled=record.title is not None,
                       attributes=dict(record.attributes), references=refs, dangling=dangling,
                       write_id=record.write_id)
         await self._ledger.put(entry)
-        return to_record(entry, pb.MemoryRecord(id=slug, title=record.title or "", content=blocks))
+        return to_record(entry, pb.MemoryRecord(id=slug, title=record.title or "", content=blocks, status=status))
 
     async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
         """UpdateRecord with the whole content (the protocol replaces it wholesale); a type of another
@@ -264,8 +299,10 @@ class PluginProvider(PluginReads):
         refs, dangling = await self._links(memory_id, content, or_keep(revision.references, current.references))
         _, memory = self._supervisor.memory()
         slug = entry.slug
+        if revision.attributes is not None:
+            _check_attributes(revision.attributes)
         if self._kind(new_type) != self._kind(entry.type):
-            slug = await self._record(memory_id, new_type, title, blocks)
+            slug, status = await self._record(memory_id, new_type, title, blocks)
             with contextlib.suppress(RecordNotFound):
                 await memory.call("DeleteRecord", pb.DeleteRecordRequest(id=entry.slug), pb.DeleteRecordResponse)
         else:
@@ -273,10 +310,12 @@ class PluginProvider(PluginReads):
             if plugin.broker is not None:
                 await plugin.broker.announce()
             try:
-                await memory.call("UpdateRecord", pb.UpdateRecordRequest(id=slug, title=title or "", content=blocks),
-                                  pb.UpdateRecordResponse)
+                updated = await memory.call("UpdateRecord", pb.UpdateRecordRequest(id=slug, title=title or "",
+                                                                                   content=blocks),
+                                            pb.UpdateRecordResponse)
             except RecordNotFound:
                 raise RecordNotFound(record_id) from None
+            status = updated.result.status
         new = replace(entry, slug=slug, type=new_type, version=entry.version + 1, written_by=revision.written_by,
                       written_at=not_before(revision.written_at, entry.written_at),
                       valid_from=revised(revision, "valid_from", entry.valid_from),
@@ -284,7 +323,7 @@ class PluginProvider(PluginReads):
                       attributes=dict(or_keep(revision.attributes, entry.attributes)), references=refs,
                       dangling=dangling, write_id=revision.write_id)
         await self._ledger.put(new)
-        return to_record(new, pb.MemoryRecord(id=slug, title=title or "", content=blocks))
+        return to_record(new, pb.MemoryRecord(id=slug, title=title or "", content=blocks, status=status))
 
     async def _delete(self, entry: Entry) -> None:
         _, memory = self._supervisor.memory()

@@ -446,3 +446,25 @@ async def test_core_types_are_all_kept(provider: Provider, stamps: Stamps) -> No
     written = {t: await provider.remember(M1, stamps.record(f"A {t}.", type=t)) for t in CORE_TYPES}
     for record_type, record in written.items():
         assert (await provider.get(M1, record.id)).type == record_type
+
+
+# --------------------------------------------------------------------------- prime
+
+
+async def test_a_provider_declaring_prime_places_its_own_context_for_one_memory(
+    provider: Provider, stamps: Stamps
+) -> None:
+    """With `prime: true` the provider offers its own context recall (adapters/context.py): what it places
+    for a memory is that memory's records and never another's. Without it, it offers none."""
+    from adapters.context import ContextProvider
+
+    if not provider.capabilities().prime:
+        assert not isinstance(provider, ContextProvider)
+        return
+    assert isinstance(provider, ContextProvider)
+    mine = await provider.remember(M1, stamps.record("Kept in memory one."))
+    await provider.remember(M2, stamps.record("Kept in memory two."))
+
+    placed = await provider.context_records(M1)
+
+    assert [r.id for r in placed] == [mine.id]

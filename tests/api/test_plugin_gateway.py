@@ -141,3 +141,84 @@ async def test_export_from_a_plugin_memory_imports_into_a_local_one(gw: tuple[Ga
     after = await export_lines(gateway.admin, target["id"])
     assert sorted(v["versions"][0]["content"][0]["text"] for v in after) == sorted(
         v["versions"][0]["content"][0]["text"] for v in lines)
+
+
+# --------------------------------------------------------------------------- prime and ratification
+
+
+async def test_prime_of_a_plugin_memory_places_what_the_plugins_own_recall_chose(
+    gw: tuple[Gateway, FakeMem0],
+) -> None:
+    """Prime asks the plugin's budgeted Recall (no question, as a kernel asks at context assembly), keeps
+    this memory's records, and renders them inside the fence; another memory's records stay out."""
+    gateway, _ = gw
+    mine = await gateway.root("Plugin notes", provider="notes")
+    other = await gateway.root("Other notes", provider="notes")
+    await write(gateway, mine["id"], {"type": "fact", "content": "Acme renews in March."})
+    await write(gateway, other["id"], {"type": "fact", "content": "Globex is out of scope."})
+
+    primed = await gateway.admin.get(f"/v1/memories/{mine['id']}/prime", params={"budget": "1000"})
+    assert primed.status_code == 200, primed.text
+    text = primed.json()["text"]
+    assert "Acme renews in March." in text
+    assert "Globex" not in text
+
+
+@pytest.fixture
+async def ratifying(tmp_path: Path) -> AsyncIterator[Gateway]:
+    plugin_dir = tmp_path / "plugin"
+    plugin_dir.mkdir()
+    config = make_config(tmp_path, providers={
+        "drafts": {"adapter": "plugin", **plugin_options(plugin_dir, "--ratification", "--pending")}})
+    async with running_gateway(config) as gateway:
+        yield gateway
+
+
+async def test_drafts_are_marked_kept_out_of_recall_and_approved_or_rejected_by_writers(
+    ratifying: Gateway,
+) -> None:
+    """A plugin that ratifies answers every write as a draft: the record says so in
+    attributes["x.ratification"], is listed but never recalled; a reader cannot approve it (403), a writer
+    can, and it is then recalled; a rejected draft is gone."""
+    gateway = ratifying
+    memory = await gateway.root("Drafts", provider="drafts")
+    mid = memory["id"]
+    kept = await write(gateway, mid, {"type": "fact", "content": "Acme renews in March."})
+    dropped = await write(gateway, mid, {"type": "fact", "content": "Acme renews in June."})
+    got = (await gateway.admin.get(f"/v1/memories/{mid}/records/{kept}")).json()
+    assert got["attributes"] == {"x.ratification": "pending"}
+    assert len((await gateway.admin.get(f"/v1/memories/{mid}/records")).json()["data"]) == 2
+
+    async def recalled() -> list[str]:
+        answer = await gateway.admin.post(f"/v1/memories/{mid}/recall", json={"text": "Acme renews"})
+        return [r["record"]["id"] for r in answer.json()["results"]]
+
+    assert await recalled() == []
+    reader_id, reader = await gateway.member("reader")
+    await gateway.grant(mid, f"member:{reader_id}", "read")
+    refused = await reader.post(f"/v1/memories/{mid}/records/{kept}/ratification", json={"decision": "approve"})
+    assert refused.status_code == 403, refused.text
+
+    approved = await gateway.admin.post(f"/v1/memories/{mid}/records/{kept}/ratification",
+                                        json={"decision": "approve"})
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["record"]["attributes"] == {}
+    assert await recalled() == [kept]
+    rejected = await gateway.admin.post(f"/v1/memories/{mid}/records/{dropped}/ratification",
+                                        json={"decision": "reject"})
+    assert rejected.status_code == 200, rejected.text
+    assert (await gateway.admin.get(f"/v1/memories/{mid}/records/{dropped}")).status_code == 404
+    doc = next(p for p in (await gateway.admin.get("/v1/memories/providers")).json()["data"] if p["id"] == "drafts")
+    assert doc["x.memfed"]["plugin"]["ratification_supported"] is True
+
+
+async def test_ratification_where_the_provider_keeps_no_drafts_is_unsupported(gw: tuple[Gateway, FakeMem0]) -> None:
+    """On a plugin that does not ratify, and on the embedded provider, the route is 422 memory_unsupported."""
+    gateway, _ = gw
+    for provider in ("notes", "local"):
+        memory = await gateway.root(f"No drafts on {provider}", provider=provider)
+        rid = await write(gateway, memory["id"], {"type": "fact", "content": "Plain."})
+        answer = await gateway.admin.post(f"/v1/memories/{memory['id']}/records/{rid}/ratification",
+                                          json={"decision": "approve"})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["code"] == "memory_unsupported"
