@@ -11,7 +11,8 @@ What the plugin does not do, the adapter says (§10.2): UpdateRecord overwrites,
 counts versions but keeps none); there is no closed state, so forget deletes the record at the plugin
 (`forget: emulated`) and erase is the same call, every id erased also reported `unreachable` because what
 a plugin keeps after DeleteRecord is not known; `text` is memfed's ranking over ListRecords (`emulated`),
-`query` and `filters` are not answered; no `as_of`. Content is text only.
+`query` and `filters` are not answered; no `as_of`. Content is text only: no file is kept (`media` is
+empty, so the gateway refuses a file part before it is sent).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _capabilities() -> Capabilities:
         isolation="enforced_filter", derivation="none", signals=("text",), emulated_signals=("text",),
         abstain=False, keeps_episodes=True, observe_answers="records", history_content="none",
         history_structure="none", revise="native", forget="emulated", erase_unreachable="reported",
-        as_of=False, prime=True, types=False, graph_entities="stated", media=("text/*",), bytes="referenced",
+        as_of=False, prime=True, types=False, graph_entities="stated", media=(), bytes="referenced",
         searches_many_memories=True, data_location="vendor",
     )
 

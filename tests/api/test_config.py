@@ -29,7 +29,10 @@ def test_every_commented_table_of_the_example_is_valid_when_enabled(monkeypatch:
     path = tmp_path / "all.toml"
     path.write_text(enabled)
     config = load(path)
-    assert set(config.providers) == {"local", "mem0-cloud", "mem0-selfhosted"}
+    assert set(config.providers) == {"local", "mem0-cloud", "mem0-selfhosted", "notes"}
+    notes = config.providers["notes"]
+    assert notes.adapter == "plugin" and notes.options["command"] == ["/opt/plugins/notes-memory"]
+    assert notes.options["config"]["api_token"] == {"env": "NOTES_TOKEN"}
     cloud = config.providers["mem0-cloud"]
     assert (cloud.adapter, cloud.api_key_env, cloud.options["variant"]) == ("mem0", "MEM0_API_KEY", "platform")
     monkeypatch.setenv("MEM0_API_KEY", "from-the-environment")

@@ -222,3 +222,21 @@ async def test_ratification_where_the_provider_keeps_no_drafts_is_unsupported(gw
                                           json={"decision": "approve"})
         assert answer.status_code == 422, answer.text
         assert answer.json()["error"]["code"] == "memory_unsupported"
+
+
+async def test_what_a_plugin_cannot_hold_is_refused_as_the_callers_mistake(gw: tuple[Gateway, FakeMem0]) -> None:
+    """A file part (a plugin keeps text only), an extension part, or the draft marker written by a
+    caller: each is a 422 in the envelope, never a 500 nor a provider failure, and nothing is written."""
+    gateway, _ = gw
+    memory = await gateway.root("Text only", provider="notes")
+    mid = memory["id"]
+    upload = await gateway.admin.post("/v1/files", files={"file": ("a.txt", b"plain words", "text/plain")})
+    assert upload.status_code == 201, upload.text
+    for body in ({"content": [{"type": "file", "file": {"id": upload.json()["id"]}}]},
+                 {"content": [{"type": "x.sketch", "strokes": [1, 2]}]},
+                 {"content": "Words.", "attributes": {"x.ratification": "pending"}}):
+        answer = await gateway.admin.post(f"/v1/memories/{mid}/records", json={"type": "note", **body})
+        assert answer.status_code == 422, answer.text
+        assert set(answer.json()["error"]) >= {"type", "code", "message"}
+    assert (await gateway.admin.get(f"/v1/memories/{mid}/records")).json()["data"] == []
+    assert gateway.services.providers["notes"].breaker.failures == 0
