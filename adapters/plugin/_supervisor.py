@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapters.base import ProviderUnavailable
-from adapters.plugin._process import Launch, PluginProcess, PluginStartError
+from adapters.plugin._process import Launch, PluginProcess
 from adapters.plugin.wire import Memory
 
 log = logging.getLogger("memfed.adapters.plugin")
@@ -89,7 +89,7 @@ class Supervisor:
             delay = min(delay * 2, self.restart.backoff_max)
             try:
                 plugin = await self._start_once()
-            except (PluginStartError, ProviderUnavailable, ValueError) as exc:
+            except Exception as exc:  # any failed start counts towards giving up; none may end the loop unsaid
                 self._failures += 1
                 self._down = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 continue

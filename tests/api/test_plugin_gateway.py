@@ -5,6 +5,7 @@ export/import."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -240,3 +241,61 @@ async def test_what_a_plugin_cannot_hold_is_refused_as_the_callers_mistake(gw: t
         assert set(answer.json()["error"]) >= {"type", "code", "message"}
     assert (await gateway.admin.get(f"/v1/memories/{mid}/records")).json()["data"] == []
     assert gateway.services.providers["notes"].breaker.failures == 0
+
+
+# --------------------------------------------------------------------------- process life
+
+
+async def test_a_plugin_that_dies_degrades_recall_refuses_writes_and_comes_back(
+    gw: tuple[Gateway, FakeMem0],
+) -> None:
+    """While the plugin is down a recall over it and another provider answers 200 naming
+    provider:notes:unavailable, a write is 503 memory_unavailable (never lost in silence); once the
+    supervisor has restarted it, the records it kept are recalled again."""
+    gateway, _ = gw
+    root = await gateway.root("Company")
+    on_local = await gateway.child(gateway.admin, root["id"], "On local", provider="local")
+    on_plugin = await gateway.child(gateway.admin, root["id"], "On the plugin", provider="notes")
+    await write(gateway, on_local["id"], {"type": "fact", "content": "renewal terms on local"})
+    kept = await write(gateway, on_plugin["id"], {"type": "fact", "content": "renewal terms on the plugin"})
+    provider = gateway.services.providers["notes"].provider
+    plugin = provider._supervisor.plugin  # type: ignore[attr-defined]
+    plugin.proc.kill()
+    await plugin.proc.wait()
+
+    recalled = (await gateway.admin.post(f"/v1/memories/{root['id']}/recall", json={"text": "renewal"})).json()
+    assert "provider:notes:unavailable" in recalled["degraded"]
+    assert [r["memory"]["id"] for r in recalled["results"]] == [on_local["id"]]
+    refused = await gateway.admin.post(f"/v1/memories/{on_plugin['id']}/records", json={"content": "x"})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "memory_unavailable"
+
+    for _ in range(600):  # the restart runs in the background; bounded so a broken one fails
+        if provider._supervisor.state() == "running":  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.05)
+    gateway.services.providers["notes"].breaker.succeeded()
+    again = (await gateway.admin.post(f"/v1/memories/{on_plugin['id']}/recall", json={"text": "renewal"})).json()
+    assert [r["record"]["id"] for r in again["results"]] == [kept]
+
+
+async def test_stopping_the_gateway_shuts_the_plugin_down_through_its_controller(tmp_path: Path) -> None:
+    """On stop the plugin is asked to shut down and exits by itself (code 0), not killed."""
+    plugin_dir = tmp_path / "plugin"
+    plugin_dir.mkdir()
+    config = make_config(tmp_path, providers={"notes": {"adapter": "plugin", **plugin_options(plugin_dir)}})
+    async with running_gateway(config) as gateway:
+        plugin = gateway.services.providers["notes"].provider._supervisor.plugin  # type: ignore[attr-defined]
+        assert plugin.alive
+    assert plugin.proc.returncode == 0
+
+
+async def test_concurrent_writes_of_one_title_each_get_their_own_slug(gw: tuple[Gateway, FakeMem0]) -> None:
+    """Ten writes of one title at once: the kernel's probe-then-record runs one at a time, so none
+    overwrites another at the plugin and all ten are read back."""
+    gateway, _ = gw
+    memory = await gateway.root("Busy", provider="notes")
+    ids = await asyncio.gather(*(write(gateway, memory["id"], {"type": "fact", "title": "Same title",
+                                                               "content": f"Record {i}."}) for i in range(10)))
+    listed = (await gateway.admin.get(f"/v1/memories/{memory['id']}/records", params={"limit": "50"})).json()
+    assert sorted(r["id"] for r in listed["data"]) == sorted(ids)
+    assert sorted(r["content"][0]["text"] for r in listed["data"]) == sorted(f"Record {i}." for i in range(10))
