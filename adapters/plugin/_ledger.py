@@ -50,6 +50,9 @@ class Entry:
     references: tuple[Reference, ...]
     dangling: tuple[str, ...]  # [[name]] links naming no record (yet): kept, so they can be found later
     write_id: str | None
+    # "forgotten": a tombstone. The plugin no longer has the record; the entry stays so the forget can be
+    # found by its write id, and is dropped by erase or when the memory goes.
+    status: str = "active"
 
     def envelope(self) -> str:
         return json.dumps({
@@ -62,6 +65,7 @@ class Entry:
             "references": [[r.memory_id, r.record_id, r.rel] for r in self.references],
             "dangling": list(self.dangling),
             "write_id": self.write_id,
+            "status": self.status,
         }, separators=(",", ":"))
 
 
@@ -80,7 +84,7 @@ def _entry(row: Iterable[Any]) -> Entry:
         written_at=datetime.fromisoformat(env["written_at"]),
         valid_from=at(env["valid_from"]), valid_to=at(env["valid_to"]), titled=bool(env["titled"]),
         attributes=env["attributes"], references=tuple(Reference(m, r, rel) for m, r, rel in env["references"]),
-        dangling=tuple(env.get("dangling", ())), write_id=env.get("write_id"),
+        dangling=tuple(env.get("dangling", ())), write_id=env.get("write_id"), status=env.get("status", "active"),
     )
 
 
@@ -112,6 +116,10 @@ class Ledger:
                     entry = _entry(row)
                     found[entry.slug] = entry
         return found
+
+    async def slug_taken(self, slug: str) -> bool:
+        async with self._db.execute("SELECT 1 FROM plugin_records WHERE slug = ?", (slug,)) as cur:
+            return await cur.fetchone() is not None
 
     async def of_memory(self, memory_id: str) -> list[Entry]:
         async with self._db.execute("SELECT * FROM plugin_records WHERE memory_id = ?", (memory_id,)) as cur:

@@ -75,7 +75,7 @@ class PluginReads:
 
     async def _entry(self, memory_id: str, record_id: str) -> Entry:
         entry = await self._ledger.get(record_id)
-        if entry is None or entry.memory_id != memory_id:
+        if entry is None or entry.memory_id != memory_id or entry.status == "forgotten":
             raise RecordNotFound(record_id)  # another memory's record looks exactly like none at all
         return entry
 
@@ -113,7 +113,7 @@ class PluginReads:
             entries = await self._ledger.by_slugs(r.id for r in page.records)
             for item in page.records:
                 entry = entries.get(item.id)
-                if entry is not None and entry.memory_id in wanted:
+                if entry is not None and entry.memory_id in wanted and entry.status != "forgotten":
                     found.append(to_record(entry, item))
             token = page.next_page_token
             if not token:

@@ -41,6 +41,7 @@ from adapters.base import (
     ProviderRejected,
     Record,
     RecordNotFound,
+    RecordTime,
     Reference,
     Revision,
     Writer,
@@ -94,6 +95,14 @@ def _blocks(content: Sequence[Part]) -> list[pb.ContentBlock]:
 def _check_attributes(attributes: Mapping[str, Any]) -> None:
     if PENDING_KEY in attributes:
         raise ProviderRejected(f"attributes.{PENDING_KEY} is the plugin's to say: a record cannot be written with it")
+
+
+def _tombstone(entry: Entry) -> Record:
+    """A forgotten record as the ledger remembers it: its last version's envelope, no content."""
+    return Record(id=entry.record_id, memory_id=entry.memory_id, type=entry.type, content=(),
+                  written_by=entry.written_by, time=RecordTime(written_at=entry.written_at),
+                  version=entry.version, status="forgotten", supersedes=entry.version - 1,
+                  attributes=entry.attributes, references=entry.references, write_id=entry.write_id)
 
 
 def _capabilities() -> Capabilities:
@@ -241,7 +250,7 @@ class PluginProvider(PluginReads):
         names = [m.strip() for p in content for m in _LINK.findall(p.text or "")]
         if not names:
             return tuple(stated), ()
-        mine = {e.slug: e.record_id for e in await self._ledger.of_memory(memory_id)}
+        mine = {e.slug: e.record_id for e in await self._ledger.of_memory(memory_id) if e.status != "forgotten"}
         ids = set(mine.values())
         refs, dangling = list(stated), []
         for name in dict.fromkeys(names):
@@ -253,46 +262,82 @@ class PluginProvider(PluginReads):
         return tuple(refs), tuple(dangling)
 
     async def _record(self, memory_id: str, memfed_type: str, title: str | None,
-                      blocks: list[pb.ContentBlock]) -> tuple[str, Any]:
+                      blocks: list[pb.ContentBlock], entry: Entry | None = None) -> tuple[str, Any]:
         """Record at the plugin under a slug of this memory no other record holds, as the kernel must: the
-        plugin overwrites an id it already has. The final slug is the plugin's answer."""
+        plugin overwrites an id it already has. The final slug is the plugin's answer.
+
+        A new record's `entry` goes into the ledger before the call, under the slug asked: a write whose
+        answer is lost (a timeout, a cancellation) can then be found by its write id (`find_write`), and
+        one that never reached the plugin reads as not found. A call refused outright takes it out again."""
         plugin, memory = self._supervisor.memory()
         plugin_type, plugin_scope = self._kind(memfed_type)
         base = f"{namespace(memory_id)}-{kebab(title or memfed_type)}"
         async with self._slugs:
             slug, n = base, 1
-            while True:
-                try:
-                    await memory.call("GetRecord", pb.GetRecordRequest(id=slug), pb.GetRecordResponse)
-                except RecordNotFound:
-                    break
+            while await self._ledger.slug_taken(slug) or await self._held(memory, slug):
                 n += 1
                 slug = f"{base}-{n}"
+            if entry is not None:
+                await self._ledger.put(replace(entry, slug=slug))
             if plugin.broker is not None:
                 await plugin.broker.announce()  # the plugin may count tokens through the broker
-            answer = await memory.call("Record", pb.RecordRequest(type=plugin_type, scope=plugin_scope, id=slug,
-                                                                  title=title or "", content=blocks),
-                                       pb.RecordResponse)
-        return answer.result.id or slug, answer.result.status
+            try:
+                answer = await memory.call("Record", pb.RecordRequest(type=plugin_type, scope=plugin_scope, id=slug,
+                                                                      title=title or "", content=blocks),
+                                           pb.RecordResponse)
+            except ProviderError as exc:
+                if entry is not None and not exc.maybe_applied:
+                    await self._ledger.drop(entry.record_id)
+                raise
+            final = answer.result.id or slug
+            if entry is not None and final != slug:
+                await self._ledger.put(replace(entry, slug=final))
+        return final, answer.result.status
+
+    @staticmethod
+    async def _held(memory: Any, slug: str) -> bool:
+        try:
+            await memory.call("GetRecord", pb.GetRecordRequest(id=slug), pb.GetRecordResponse)
+        except RecordNotFound:
+            return False
+        return True
 
     async def remember(self, memory_id: str, record: NewRecord) -> Record:
         _check_attributes(record.attributes)
         blocks = _blocks(record.content)
         refs, dangling = await self._links(memory_id, record.content, record.references)
-        slug, status = await self._record(memory_id, record.type, record.title, blocks)
-        entry = Entry(record_id="hrec_" + secrets.token_hex(16), memory_id=memory_id, slug=slug, type=record.type,
+        entry = Entry(record_id="hrec_" + secrets.token_hex(16), memory_id=memory_id, slug="", type=record.type,
                       version=1, written_by=record.written_by, written_at=record.written_at,
                       valid_from=record.valid_from, valid_to=record.valid_to, titled=record.title is not None,
                       attributes=dict(record.attributes), references=refs, dangling=dangling,
                       write_id=record.write_id)
-        await self._ledger.put(entry)
+        slug, status = await self._record(memory_id, record.type, record.title, blocks, entry)
+        entry = replace(entry, slug=slug)
         return to_record(entry, pb.MemoryRecord(id=slug, title=record.title or "", content=blocks, status=status))
+
+    async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
+        """`FindsWrites`: the record a write made, by the write id the ledger keeps with it. A new record's
+        entry is written before the plugin is called, so a lost answer is found here if the plugin has the
+        slug; a revise is found once its entry carries the write id (an UpdateRecord sent again replaces
+        the content with the same content, so a repeat is harmless)."""
+        entries = [await self._ledger.get(record_id)] if record_id else await self._ledger.of_memory(memory_id)
+        for entry in entries:
+            if entry is not None and entry.memory_id == memory_id and entry.write_id == write_id:
+                if entry.status == "forgotten":
+                    return _tombstone(entry)
+                try:
+                    return await self.get(memory_id, entry.record_id)
+                except RecordNotFound:
+                    return None
+        return None
 
     async def revise(self, memory_id: str, record_id: str, revision: Revision) -> Record:
         """UpdateRecord with the whole content (the protocol replaces it wholesale); a type of another
         MemoryType or scope is a new Record and the old slug's DeleteRecord, since both are immutable."""
         entry = await self._entry(memory_id, record_id)
         current = await self.get(memory_id, record_id)
+        if revision.write_id is not None and entry.write_id == revision.write_id:
+            return current  # sent again after an answer was lost: the plugin has it already
         content = or_keep(revision.content, current.content)
         blocks = _blocks(content)
         title = revised(revision, "title", current.title)
@@ -335,13 +380,18 @@ class PluginProvider(PluginReads):
     async def forget(self, memory_id: str, record_id: str, by: Writer, at: datetime, *,
                      write_id: str | None = None) -> Record:
         """DeleteRecord: the protocol has no closed state. The answer is the forgotten version; nothing of
-        it stays readable (history: none)."""
+        it stays readable (history: none). The ledger keeps a tombstone without content, so the forget can
+        be found by its write id."""
         current = await self.get(memory_id, record_id)
         entry = await self._entry(memory_id, record_id)
-        await self._delete(entry)
+        _, memory = self._supervisor.memory()
+        with contextlib.suppress(RecordNotFound):  # already gone at the plugin
+            await memory.call("DeleteRecord", pb.DeleteRecordRequest(id=entry.slug), pb.DeleteRecordResponse)
+        when = not_before(at, current.time.written_at)
+        await self._ledger.put(replace(entry, version=entry.version + 1, written_by=by, written_at=when,
+                                       write_id=write_id, status="forgotten"))
         return replace(current, version=current.version + 1, supersedes=current.version, status="forgotten",
-                       written_by=by, time=replace(current.time, written_at=not_before(at, current.time.written_at)),
-                       write_id=write_id)
+                       written_by=by, time=replace(current.time, written_at=when), write_id=write_id)
 
     async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
         """DeleteRecord per record of this memory. Whether the plugin keeps a copy (a file's history, a

@@ -17,7 +17,8 @@ Run as `python tests/adapters/fake_plugin.py [flags]`. It behaves as a Go SDK pl
   the error of that reason, to exercise each one.
 Modes: `--crash-at-start` (or `--crash-at-start-if FILE`, while FILE exists), `--bad-handshake`,
 `--silent` (never prints the handshake), `--unhealthy`,
-`--crash-after N` (exits after N memory calls), `--slow S` (sleeps S s in every record call),
+`--crash-after N` (exits after N memory calls), `--slow S` (sleeps S s in every record call, or only in
+`--slow-methods A,B`),
 `--ratification` with `--pending` (every write is a draft), `--store FILE` (records survive a restart),
 `--env-dump FILE` (writes the names of the environment it was given).
 """
@@ -145,7 +146,9 @@ class Plugin:
         self.calls += 1
         if self.args.crash_after is not None and self.calls > self.args.crash_after:
             os._exit(3)
-        if self.args.slow and method not in ("GetCapabilities", "Describe", "Configure"):
+        only = self.args.slow_methods.split(",") if self.args.slow_methods else None
+        if self.args.slow and method not in ("GetCapabilities", "Describe", "Configure") and (
+                only is None or method in only):
             time.sleep(self.args.slow)
 
     # -------------------------------------------------------------- memory service
@@ -416,6 +419,7 @@ def main() -> None:
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--unhealthy", action="store_true")
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--slow-methods", help="comma-separated: only these calls are slow")
     parser.add_argument("--ratification", action="store_true")
     parser.add_argument("--pending", action="store_true")
     parser.add_argument("--count-tokens", action="store_true")

@@ -230,3 +230,31 @@ async def test_a_context_recall_is_the_plugins_budgeted_recall_kept_to_the_memor
         assert all(0.0 <= score <= 1.0 for _, score, _ in got)
         with pytest.raises(ProviderRejected):
             await provider.context(M1, 0)
+
+
+async def test_a_write_whose_answer_was_lost_is_found_by_its_write_id(tmp_path: Path, stamps: Stamps) -> None:
+    """Record answers after memfed gave up (a timeout: maybe applied). The ledger entry was written before
+    the call, so once the plugin has applied it, find_write finds the record by its write id; a write id
+    never sent is not found."""
+    async with plugin_provider(tmp_path, "--slow", "1.5", "--slow-methods", "Record", timeout=0.3) as provider:
+        new = stamps.record("Acme renews in March.", write_id="hwri_" + "a" * 32)
+        with pytest.raises(ProviderTimeout) as caught:
+            await provider.remember(M1, new)
+        assert caught.value.maybe_applied
+        found = None
+        for _ in range(100):  # the plugin finishes the write it was sent; bounded so a lost one fails
+            found = await provider.find_write(M1, "hwri_" + "a" * 32)
+            if found is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert found is not None and found.content == new.content and found.write_id == new.write_id
+        assert await provider.find_write(M1, "hwri_" + "b" * 32) is None
+        assert [r.id for r in (await provider.list(M1)).items] == [found.id]
+
+
+async def test_a_write_the_plugin_refused_leaves_nothing_behind(tmp_path: Path, stamps: Stamps) -> None:
+    """A Record refused outright (invalid_type: not applied) takes its ledger entry out again."""
+    async with plugin_provider(tmp_path) as provider:
+        with pytest.raises(ProviderRejected):
+            await provider.remember(M1, stamps.record("x", title="fail:invalid_type"))
+        assert await provider._ledger.of_memory(M1) == []
