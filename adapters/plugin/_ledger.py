@@ -95,6 +95,10 @@ class Ledger:
     @classmethod
     async def open(cls, path: Path) -> Ledger:
         db = await aiosqlite.connect(path)
+        # WAL with synchronous=NORMAL: a commit is not an fsync (one per checkpoint instead); what a crash of
+        # the machine could lose is the last entries, whose records the plugin then holds in no memory.
+        await db.execute("PRAGMA journal_mode=WAL")
+        await db.execute("PRAGMA synchronous=NORMAL")
         await db.executescript(SCHEMA)
         await db.commit()
         return cls(db)
@@ -117,9 +121,12 @@ class Ledger:
                     found[entry.slug] = entry
         return found
 
-    async def slug_taken(self, slug: str) -> bool:
-        async with self._db.execute("SELECT 1 FROM plugin_records WHERE slug = ?", (slug,)) as cur:
-            return await cur.fetchone() is not None
+    async def slugs_from(self, base: str) -> set[str]:
+        """The slugs held that are `base` or `base-<suffix>`, so a new one skips them without asking."""
+        pattern = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "-%"
+        async with self._db.execute("SELECT slug FROM plugin_records WHERE slug = ? OR slug LIKE ? ESCAPE '\\'",
+                                    (base, pattern)) as cur:
+            return {row[0] for row in await cur.fetchall()}
 
     async def of_memory(self, memory_id: str) -> list[Entry]:
         async with self._db.execute("SELECT * FROM plugin_records WHERE memory_id = ?", (memory_id,)) as cur:

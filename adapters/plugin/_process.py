@@ -182,16 +182,21 @@ class PluginProcess:
         return self.proc.returncode is None
 
     async def stop(self) -> None:
-        """Shutdown through the controller, 2 s to exit, then a kill."""
+        """Shutdown through the controller, 2 s to exit, then a kill. The process's exit is what is
+        waited for, not Shutdown's answer, which a plugin stopping its server may never send."""
         if self.alive and self.channel is not None:
-            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.TimeoutError):
-                await self.channel.unary_unary(
-                    "/plugin.GRPCController/Shutdown",
-                    request_serializer=lambda m: m.SerializeToString(),
-                    response_deserializer=goplugin.Empty.FromString,
-                )(goplugin.Empty(), timeout=SHUTDOWN_WAIT)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), SHUTDOWN_WAIT)
+            shutdown = asyncio.ensure_future(self.channel.unary_unary(
+                "/plugin.GRPCController/Shutdown",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=goplugin.Empty.FromString,
+            )(goplugin.Empty(), timeout=SHUTDOWN_WAIT))
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.proc.wait(), SHUTDOWN_WAIT)
+            finally:
+                shutdown.cancel()
+                with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                    await shutdown
         await self.kill()
 
     async def kill(self) -> None:

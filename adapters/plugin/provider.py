@@ -273,8 +273,10 @@ class PluginProvider(PluginReads):
         plugin_type, plugin_scope = self._kind(memfed_type)
         base = f"{namespace(memory_id)}-{kebab(title or memfed_type)}"
         async with self._slugs:
-            slug, n = base, 1
-            while await self._ledger.slug_taken(slug) or await self._held(memory, slug):
+            # Slugs the ledger holds are skipped without a call; a free one is still probed at the plugin,
+            # which may hold records memfed did not write.
+            taken, slug, n = await self._ledger.slugs_from(base), base, 1
+            while slug in taken or await self._held(memory, slug):
                 n += 1
                 slug = f"{base}-{n}"
             if entry is not None:
