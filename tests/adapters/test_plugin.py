@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -258,3 +260,22 @@ async def test_a_write_the_plugin_refused_leaves_nothing_behind(tmp_path: Path, 
         with pytest.raises(ProviderRejected):
             await provider.remember(M1, stamps.record("x", title="fail:invalid_type"))
         assert await provider._ledger.of_memory(M1) == []
+
+
+def test_without_grpcio_a_plugin_provider_is_one_configuration_error(tmp_path: Path) -> None:
+    """grpcio is an optional extra: where it is missing, the face still imports and the factory refuses
+    with one line saying what to install (run in a fresh interpreter, where grpc cannot be imported)."""
+    script = (
+        "import asyncio, pathlib, sys\n"
+        "sys.modules['grpc'] = None\n"
+        "import adapters.plugin as face\n"
+        f"where = pathlib.Path({str(tmp_path)!r})\n"
+        "try:\n"
+        "    asyncio.run(face.factory({'command': ['x']}, client=None, data_dir=where, api_key=None))\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == ("the plugin adapter needs grpcio and protobuf (grpc is missing): "
+                                   "pip install 'memfed[plugin]'"), done.stderr
