@@ -128,14 +128,14 @@ def provider_error(name: str, method: str, error: grpc.aio.AioRpcError) -> Excep
     NOT_FOUND is a record not found (an answer); INVALID_ARGUMENT, invalid_type/_scope and
     budget_exceeded are refusals of this request; ratification_unsupported and UNIMPLEMENTED say the
     plugin cannot; UNAVAILABLE (a crashed plugin too), DEADLINE_EXCEEDED and INTERNAL are ill health
-    and feed the breaker. The message names the provider and keeps the plugin's own words short.
+    and feed the breaker. The message names the provider and quotes the plugin's own words, cut short.
     """
     code = error.code()
     found = category(error)
     said = (found.message if found else error.details()) or code.name
     text = f"plugin provider {name}: {method} failed ({code.name}"
     text += f", {found.reason}" if found else ""
-    text += f"): {said[:300]}"
+    text += f"): {said[:300]!r}"  # the plugin's words, quoted: data, never instructions, and one line
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return ProviderTimeout(text)
     reason = found.reason if found else _CODE_REASONS.get(code)

@@ -61,6 +61,7 @@ async def test_each_error_form_maps_onto_memfeds_provider_errors(tmp_path: Path,
                 await memory.call("GetRecord", pb.GetRecordRequest(id=f"fail-{reason}"), pb.GetRecordResponse)
             assert type(caught.value) is expected, reason
             assert str(caught.value).startswith("plugin provider notes: GetRecord failed (")
+            assert str(caught.value).endswith(": 'asked to fail'"), "the plugin's words are quoted"
             if form != "code":
                 assert reason in str(caught.value)
 
