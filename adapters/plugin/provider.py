@@ -44,6 +44,7 @@ from adapters.base import (
     RecordTime,
     Reference,
     Revision,
+    Unsupported,
     Writer,
 )
 from adapters.plugin._config import ConfigRefused, configure_request
@@ -179,6 +180,12 @@ class PluginProvider(PluginReads):
                 raise ValueError(f"plugin provider {name}: {exc}") from None
             try:
                 await plugin.memory.call("Configure", request, pb.ConfigureResponse)
+                # The first generation (3b2c109) had no ListRecords or GetRecord, without which no memory
+                # can be read back: such a plugin is refused at start rather than on the first read.
+                await plugin.memory.call("ListRecords", pb.ListRecordsRequest(page_size=1), pb.ListRecordsResponse)
+            except Unsupported as exc:
+                raise ValueError(f"plugin provider {name} serves no ListRecords/GetRecord (a plugin of the "
+                                 "first protocol generation), which memfed needs to read records back") from exc
             except ProviderError as exc:
                 raise ValueError(str(exc)) from None
 

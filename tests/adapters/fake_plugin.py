@@ -348,8 +348,11 @@ def serve(plugin: Plugin) -> None:
                                     ("Describe", "DescribeRequest"))}
     if args.package == "old":
         # The pre-rename generation had no Describe (added at ff8096b with ListRecords and GetRecord, which
-        # are kept here so the same suite runs against both names).
+        # are kept here so the same suite runs against both names, unless --first-generation).
         memory.pop("Describe")
+        if args.first_generation:
+            memory.pop("ListRecords")
+            memory.pop("GetRecord")
 
     def check(request: health.HealthCheckRequest, context: Any) -> health.HealthCheckResponse:
         status = health.HealthCheckResponse.NOT_SERVING if args.unhealthy else health.HealthCheckResponse.SERVING
@@ -406,6 +409,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--package", choices=("new", "old"), default="new")
     parser.add_argument("--network", choices=("unix", "tcp"), default="unix")
+    parser.add_argument("--first-generation", action="store_true", help="with --package old: 9 RPCs only")
     parser.add_argument("--errors", choices=("errorinfo", "memoryerror", "both", "code"), default="errorinfo")
     parser.add_argument("--types", default="user,feedback,project,reference")
     parser.add_argument("--scopes", default="session,project,global")

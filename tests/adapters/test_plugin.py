@@ -280,3 +280,13 @@ def test_without_grpcio_a_plugin_provider_is_one_configuration_error(tmp_path: P
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == ("the plugin adapter needs grpcio and protobuf (grpc is missing): "
                                    "pip install 'memfed[plugin]'"), done.stderr
+
+
+async def test_a_plugin_of_the_first_generation_is_refused_at_start(tmp_path: Path) -> None:
+    """A plugin of the first protocol generation (9 RPCs, no ListRecords or GetRecord) cannot give its
+    records back: it is refused at start in one line, not on the first read."""
+    with pytest.raises(ValueError) as caught:
+        async with plugin_provider(tmp_path, "--package", "old", "--first-generation"):
+            pass
+    assert str(caught.value) == ("plugin provider notes serves no ListRecords/GetRecord (a plugin of the first "
+                                 "protocol generation), which memfed needs to read records back")
