@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -44,32 +43,17 @@ from adapters.base import (
     RecordTime,
     Reference,
     Revision,
-    Unsupported,
     Writer,
 )
-from adapters.plugin._config import ConfigRefused, configure_request
 from adapters.plugin._ledger import Entry, Ledger
+from adapters.plugin._options import configurer, parse
 from adapters.plugin._pb import memory_pb2 as pb
-from adapters.plugin._process import Launch, PluginProcess, command_of
 from adapters.plugin._reads import PluginReads, to_record
-from adapters.plugin._supervisor import Restart, Supervisor
+from adapters.plugin._supervisor import Supervisor
 from adapters.ratification import PENDING_KEY
 from adapters.versioning import not_before, or_keep, revised
 
-_OPTIONS = {"command", "env", "config", "types", "scope", "scopes", "start_timeout", "timeout", "restart",
-            "base_url"}
-# The protocol's four types by what they hold (taxonomy): who the user is, corrections, ongoing work,
-# pointers elsewhere. memfed's core types go to the nearest; `types` overrides.
-DEFAULT_TYPES = {"fact": "user", "note": "project", "procedure": "feedback", "episode": "project",
-                 "link": "reference", "entity": "reference"}
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")
-
-
-def _enum(kind: Any, prefix: str, name: object, what: str) -> int:
-    try:
-        return int(kind.Value(f"{prefix}{str(name).upper()}"))
-    except ValueError:
-        raise ValueError(f"{what}: {name!r} is not a {prefix.rstrip('_').lower()}") from None
 
 
 def namespace(memory_id: str) -> str:
@@ -132,72 +116,19 @@ class PluginProvider(PluginReads):
     @classmethod
     async def from_config(cls, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path,
                           api_key: str | None) -> PluginProvider:
-        """Options: `command` (required), `env` (names passed from memfed's environment), `config` (given to
-        Configure after checking it against the plugin's ConfigSchema), `types`, `scope`, `scopes`,
-        `start_timeout`, `timeout`, `restart = {max_restarts, backoff, backoff_max}`. The provider's name
-        is its data directory's. `client` and `api_key` are unused: a plugin is no HTTP vendor, and its
-        secrets are named in `config`."""
+        """`AdapterFactory`; the options are read by `_options`. The provider's name is its data
+        directory's. `client` and `api_key` are unused: a plugin is no HTTP vendor, and its secrets are
+        named in `config`."""
         name = data_dir.name
-        unknown = sorted(set(options) - _OPTIONS)
-        if unknown:
-            raise ValueError(f"unknown plugin options: {', '.join(unknown)}")
-        if options.get("base_url"):
-            raise ValueError("a plugin is launched by `command`, it has no base_url")
-        env = options.get("env", [])
-        if not isinstance(env, list) or not all(isinstance(v, str) and v for v in env):
-            raise ValueError("plugin option 'env' must be a list of environment variable names")
-        config = options.get("config", {})
-        if not isinstance(config, Mapping):
-            raise ValueError("plugin option 'config' must be a table")
-        types = {**DEFAULT_TYPES, **dict(options.get("types", {}))}
-        mapped = {t: _enum(pb.MemoryType, "MEMORY_TYPE_", v, f"types.{t}") for t, v in types.items()}
-        scope = _enum(pb.MemoryScope, "MEMORY_SCOPE_", options.get("scope", "project"), "scope")
-        scopes = {t: _enum(pb.MemoryScope, "MEMORY_SCOPE_", v, f"scopes.{t}")
-                  for t, v in dict(options.get("scopes", {})).items()}
-        restart = options.get("restart", {})
-        if not isinstance(restart, Mapping) or set(restart) - {"max_restarts", "backoff", "backoff_max"}:
-            raise ValueError("plugin option 'restart' takes max_restarts, backoff, backoff_max")
-        launch = Launch(name=name, command=command_of(options.get("command"), name), env_names=tuple(env),
-                        start_timeout=float(options.get("start_timeout", 30.0)),
-                        call_timeout=float(options.get("timeout", 2.0)))
-        policy = Restart(max_restarts=int(restart.get("max_restarts", 5)), backoff=float(restart.get("backoff", 0.5)),
-                         backoff_max=float(restart.get("backoff_max", 30.0)))
-
-        async def configure(plugin: PluginProcess) -> None:
-            assert plugin.memory is not None
-            caps = plugin.capabilities
-            for memfed_type, plugin_type in mapped.items():
-                if plugin_type not in caps.supported_types:
-                    raise ValueError(f"plugin provider {name}: types.{memfed_type} maps onto "
-                                     f"{pb.MemoryType.Name(plugin_type)}, which the plugin does not support")
-            for where, plugin_scope in [("scope", scope), *((f"scopes.{t}", s) for t, s in scopes.items())]:
-                if plugin_scope not in caps.supported_scopes:
-                    raise ValueError(f"plugin provider {name}: {where} is {pb.MemoryScope.Name(plugin_scope)}, "
-                                     "which the plugin does not support")
-            try:
-                request = configure_request(caps.config_schema, config, os.environ)
-            except ConfigRefused as exc:
-                raise ValueError(f"plugin provider {name}: {exc}") from None
-            try:
-                await plugin.memory.call("Configure", request, pb.ConfigureResponse)
-                # The first generation (3b2c109) had no ListRecords or GetRecord, without which no memory
-                # can be read back: such a plugin is refused at start rather than on the first read.
-                await plugin.memory.call("ListRecords", pb.ListRecordsRequest(page_size=1), pb.ListRecordsResponse)
-            except Unsupported as exc:
-                raise ValueError(f"plugin provider {name} serves no ListRecords/GetRecord (a plugin of the "
-                                 "first protocol generation), which memfed needs to read records back") from exc
-            except ProviderError as exc:
-                raise ValueError(str(exc)) from None
-
-        supervisor = Supervisor(launch, policy, configure)
+        settings = parse(options, name)
+        supervisor = Supervisor(settings.launch, settings.restart, configurer(settings))
         await supervisor.start()
         try:
             ledger = await Ledger.open(data_dir / "ledger.sqlite3")
         except BaseException:
             await supervisor.close()
             raise
-        return cls(supervisor, ledger, types=mapped, scope=scope, scopes=scopes)
-
+        return cls(supervisor, ledger, types=settings.types, scope=settings.scope, scopes=settings.scopes)
     def capabilities(self) -> Capabilities:
         return self._capabilities
 

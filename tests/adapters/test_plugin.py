@@ -108,10 +108,10 @@ async def test_a_plugin_that_crashes_in_a_loop_is_given_up_on_in_one_line(tmp_pa
 
 async def test_a_slow_plugin_times_out_as_a_timeout_naming_the_provider(tmp_path: Path) -> None:
     """An answer later than `timeout` is ProviderTimeout (DEADLINE_EXCEEDED), which feeds the breaker."""
-    async with plugin_provider(tmp_path, "--slow", "3", timeout=0.3) as provider:
+    async with plugin_provider(tmp_path, "--slow", "3", "--slow-methods", "Recall", timeout=0.3) as provider:
         with pytest.raises(ProviderTimeout) as caught:
-            await provider.list(M1)
-        assert "plugin provider notes: ListRecords failed (DEADLINE_EXCEEDED" in str(caught.value)
+            await provider.context(M1, 1000)
+        assert "plugin provider notes: Recall failed (DEADLINE_EXCEEDED" in str(caught.value)
 
 
 async def test_the_plugin_counts_tokens_through_the_broker_with_memfeds_estimate(
