@@ -93,7 +93,7 @@ class Plugin:
             while self.broker_info is None and time.monotonic() < deadline:
                 time.sleep(0.02)
             info = self.broker_info
-            if info is None or time.monotonic() - info[1] > 5:
+            if info is None or time.monotonic() - info[1] > self.args.conninfo_ttl:
                 self.kernel_failed = True
             else:
                 self.kernel = grpc.insecure_channel(f"unix:{info[0]}")

@@ -147,6 +147,7 @@ def main() -> None:
     parser.add_argument("--ratification", action="store_true")
     parser.add_argument("--pending", action="store_true")
     parser.add_argument("--count-tokens", action="store_true")
+    parser.add_argument("--conninfo-ttl", type=float, default=5.0, help="how long a broker ConnInfo is kept")
     args = parser.parse_args()
     if os.environ.get(COOKIE[0]) != COOKIE[1]:
         sys.stderr.write("This binary is a plugin. These are not meant to be executed directly.\n")

@@ -290,3 +290,17 @@ async def test_a_plugin_of_the_first_generation_is_refused_at_start(tmp_path: Pa
             pass
     assert str(caught.value) == ("plugin provider notes serves no ListRecords/GetRecord (a plugin of the first "
                                  "protocol generation), which memfed needs to read records back")
+
+
+async def test_the_broker_is_announced_again_before_a_call_that_may_call_back(
+    tmp_path: Path, stamps: Stamps
+) -> None:
+    """A Go plugin keeps a ConnInfo only a few seconds and dials lazily, so an announcement made only at
+    start is gone by the first write: memfed sends it again before Record, and CountTokens still reaches
+    it long after start (here the fake keeps it 0.2 s and the write comes 1 s later)."""
+    async with plugin_provider(tmp_path, "--count-tokens", "--conninfo-ttl", "0.2") as provider:
+        await asyncio.sleep(1.0)
+        written = await provider.remember(M1, stamps.record("Acme renews in March."))
+        assert provider.describe()["tokens_counted"] == 1
+        [(record, _, tokens)] = await provider.context(M1, 1000)
+    assert record.id == written.id and tokens == estimate(["Acme renews in March."])
