@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gateway.config import ConfigError
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.adapters.fake_plugin import plugin_options
 from tests.api.conftest import Gateway, make_config, running_gateway
@@ -299,3 +300,19 @@ async def test_concurrent_writes_of_one_title_each_get_their_own_slug(gw: tuple[
     listed = (await gateway.admin.get(f"/v1/memories/{memory['id']}/records", params={"limit": "50"})).json()
     assert sorted(r["id"] for r in listed["data"]) == sorted(ids)
     assert sorted(r["content"][0]["text"] for r in listed["data"]) == sorted(f"Record {i}." for i in range(10))
+
+
+@pytest.mark.parametrize(("flag", "said"), [
+    ("--bad-handshake", "bad handshake line: core protocol '2' is not 1"),
+    ("--crash-at-start", "exited (code 2) before its handshake"),
+])
+async def test_a_plugin_that_cannot_start_stops_the_gateway_in_one_line(tmp_path: Path, flag: str, said: str) -> None:
+    """Opening the providers fails with one configuration line naming the provider, not a hang and not a
+    traceback; nothing is left running."""
+    plugin_dir = tmp_path / "plugin"
+    plugin_dir.mkdir()
+    config = make_config(tmp_path, providers={"notes": {"adapter": "plugin", **plugin_options(plugin_dir, flag)}})
+    with pytest.raises(ConfigError) as caught:
+        async with running_gateway(config):
+            pass
+    assert str(caught.value) == f"providers.notes: plugin provider notes: {said}"
