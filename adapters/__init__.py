@@ -20,6 +20,8 @@ REGISTRY: Mapping[str, str] = {
     "local": "adapters.local",
     "mem0": "adapters.mem0",
     "plugin": "adapters.plugin",
+    "saas": "adapters.saas",
+    "zep": "adapters.zep",
 }
 
 

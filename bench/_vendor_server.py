@@ -2,7 +2,8 @@
 
     python bench/_vendor_server.py PORT [PORT ...]
 
-Each port serves tests/adapters/fake_mem0.py's FakeMem0 over real HTTP. `POST /__latency?ms=N` sets how
+Each port serves tests/adapters/fake_mem0.py's FakeMem0 over real HTTP (a negative port, -PORT, serves
+tests/adapters/fake_zep.py's FakeZep, v4, on PORT). `POST /__latency?ms=N` sets how
 long after its arrival every later request is answered (the fake's own work included); `GET /__calls`
 and `DELETE /__calls` read and reset the request log (each call with its monotonic start and end,
 comparable across processes).
@@ -25,13 +26,15 @@ from starlette.responses import JSONResponse, Response
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.adapters.fake_mem0 import FakeMem0
+from tests.adapters.fake_zep import FakeZep
 
 KEY = "bench-vendor-key"
 
 
 class Vendor:
-    def __init__(self) -> None:
-        self.fake = FakeMem0("platform", KEY)
+    def __init__(self, zep: bool = False) -> None:
+        self.fake: FakeMem0 | FakeZep = FakeZep("v4", api_key=KEY) if zep else FakeMem0("platform", KEY)
+        self.host = "zep.test" if zep else "api.mem0.ai"
         self.latency = 0.0
         self.calls: list[dict[str, Any]] = []
 
@@ -49,7 +52,7 @@ class Vendor:
             body = await request.body()
             call: dict[str, Any] = {"call": f"{request.method} {path}", "start": time.monotonic()}
             self.calls.append(call)
-            url = httpx.URL(str(request.url)).copy_with(scheme="https", host="api.mem0.ai", port=None)
+            url = httpx.URL(str(request.url)).copy_with(scheme="https", host=self.host, port=None)
             forwarded = httpx.Request(request.method, url, headers=request.headers.raw, content=body)
             answer = await self.fake.respond(forwarded)
             response = Response(answer.content, status_code=answer.status_code,
@@ -65,9 +68,10 @@ class Vendor:
 
 
 async def main(ports: list[int]) -> None:
-    servers = [uvicorn.Server(uvicorn.Config(Vendor(), host="127.0.0.1", port=p, log_level="warning",
-                                             lifespan="off", interface="asgi3")) for p in ports]
-    print(json.dumps({"ports": ports}), flush=True)
+    servers = [uvicorn.Server(uvicorn.Config(Vendor(zep=p < 0), host="127.0.0.1", port=abs(p),
+                                             log_level="warning", lifespan="off", interface="asgi3"))
+               for p in ports]
+    print(json.dumps({"ports": [abs(p) for p in ports]}), flush=True)
     await asyncio.gather(*(s.serve() for s in servers))
 
 

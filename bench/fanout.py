@@ -35,7 +35,7 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.api.conftest import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 from tests.e2e._process import free_port
 
 KEY = "bench-vendor-key"
@@ -45,15 +45,17 @@ class LoopbackVendors:
     """Fake vendors served by bench/_vendor_server.py, each in a process of its own (as three vendors
     would be: one vendor's own work does not wait behind another's)."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, zep: bool = False) -> None:
         self.ports = [free_port() for _ in range(count)]
+        self.zep = zep  # the last vendor is a Zep fake (v4)
         self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         # One client for the bench's own control calls: a new client per call leaves SSL contexts and
         # pools behind, whose collection would then land inside the next timed recall.
         self.control = httpx.Client(timeout=5.0)
         script = Path(__file__).resolve().parent / "_vendor_server.py"
+        served = [-p if zep and i == count - 1 else p for i, p in enumerate(self.ports)]
         self.processes = [subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE)
-                          for port in self.ports]
+                          for port in served]
         for url in self.urls:
             for _ in range(200):
                 try:
@@ -65,6 +67,9 @@ class LoopbackVendors:
     def set_latency(self, ms: float) -> None:
         for url in self.urls:
             self.control.post(url + "/__latency", params={"ms": ms})
+
+    def calls_by_vendor(self) -> list[int]:
+        return [len(self.control.get(url + "/__calls").json()) for url in self.urls]
 
     def calls(self, reset: bool = False) -> list[dict[str, Any]]:
         got = [c for url in self.urls for c in self.control.get(url + "/__calls").json()]
@@ -84,10 +89,13 @@ async def main(args: argparse.Namespace) -> None:
     import os
 
     os.environ["BENCH_VENDOR_KEY"] = KEY
-    vendors = LoopbackVendors(3)
+    vendors = LoopbackVendors(3, zep=args.zep)
     providers = {f"vendor{i}": {"adapter": "mem0", "variant": "platform", "base_url": url,
                                 "api_key_env": "BENCH_VENDOR_KEY", "timeout": 5.0, "concurrency": 16}
                  for i, url in enumerate(vendors.urls)}
+    if args.zep:  # a third of the memories on Zep, which searches one graph per call
+        providers["vendor2"] = {"adapter": "zep", "base_url": vendors.urls[2], "api_key_env": "BENCH_VENDOR_KEY",
+                                "timeout": 30.0, "concurrency": 16, "calls_at_once": args.zep_calls}
     with tempfile.TemporaryDirectory() as tmp:
         config = make_config(Path(tmp), providers=providers, recall={"cap": args.memories + 10},
                              audit={"enabled": args.audit == "on"})
@@ -113,7 +121,8 @@ async def main(args: argparse.Namespace) -> None:
             while not server.started:
                 await asyncio.sleep(0.01)
             shape = f"{args.memories} direct children" if args.flat else f"{args.memories + 3} memories below it"
-            print(f"recall from the root ({shape}) on 3 loopback vendors, "
+            kinds = "2 mem0 Platform fakes and a Zep v4 fake" if args.zep else "3 mem0 Platform fakes"
+            print(f"recall from the root ({shape}) on 3 loopback vendors ({kinds}), "
                   f"L = {args.latency_ms} ms, {args.repeat} runs each, decision log {args.audit}")
             client = RemoteClient(f"http://127.0.0.1:{port}", gw.admin.headers["Authorization"])
             try:
@@ -189,6 +198,7 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
         walls.append(ended - started)
         made_calls = vendors.calls()
         calls.append(len(made_calls))
+        per_vendor = vendors.calls_by_vendor()
         # The calls the answer waited for, from the first one's arrival to the last answer: the time
         # spent at the vendors.
         waited = [c for c in made_calls if "search" in c["call"]]
@@ -211,8 +221,8 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
           "   (wall minus time at the vendors)")
     print(f"  of which      p50 {statistics.median(before) * 1000:7.1f} ms before the first vendor call, "
           f"{statistics.median(after) * 1000:.1f} ms after the last answer")
-    print(f"vendor calls per recall: {statistics.median(calls):.0f} ({searches} searches, one per vendor; "
-          "the rest count the root's children, after the answer)")
+    print(f"vendor calls per recall: {statistics.median(calls):.0f} ({searches} searches; the rest count the "
+          f"root's children, after the answer); by vendor in the last run: {per_vendor}")
     pending = "children:counts_pending" in body["degraded"]
     print(f"results in the last answer: {len(body['results'])}; counts pending in it: {pending}")
 
@@ -231,6 +241,8 @@ if __name__ == "__main__":
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--flat", action="store_true", help="the memories are the root's own children")
+    parser.add_argument("--zep", action="store_true", help="the third vendor is a Zep v4 fake")
+    parser.add_argument("--zep-calls", type=int, default=16, help="Zep calls the adapter makes at once")
     parser.add_argument("--audit", choices=("on", "off"), default="on",
                         help="the decision log records a decision per memory the recall covers or skips")
     try:  # the event loop `memfed serve` runs on (uvicorn picks uvloop where it is installed)

@@ -48,6 +48,7 @@ from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog
 from gateway.audit.seal import Seal
 from gateway.config import Config
+from gateway.console import Console
 from gateway.errors import ApiError
 from gateway.federation.preflight import preflight
 from gateway.federation.providers import Providers
@@ -175,6 +176,9 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
 
     lazy: Any = _Lazy()
     routes: list[BaseRoute] = [route(e, lazy) for e in endpoints()]
+    console = Console(lambda: holder["services"]) if config.console_enabled else None
+    if console is not None:
+        routes += console.routes()
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
@@ -185,4 +189,6 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
         holder["services"] = services
         app.state.services = services
     attach_mcp(app, lambda: holder["services"])
+    if console is not None:
+        console.app = app  # its API calls go through the whole app, middleware included
     return app

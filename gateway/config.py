@@ -71,6 +71,7 @@ class Config:
     # (renewed while its request runs) and an observe outbox row being sent.
     write_lease_seconds: float = 15.0
     telemetry_exporter: str = "none"
+    console_enabled: bool = True
 
     def database_url(self) -> str:
         """SQLAlchemy async URL of the state store; `postgresql://` is given the asyncpg driver."""
@@ -94,6 +95,7 @@ def _replace(config: Config, values: Mapping[str, Any]) -> Config:
 
 _TOP_KEYS = {
     "server", "state", "recall", "files", "providers", "default", "auth", "audit", "idempotency", "telemetry",
+    "console",
 }
 
 
@@ -145,6 +147,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
         write_lease_seconds=_seconds(_table(raw, "idempotency"), "lease_seconds", None) or 15.0,
         telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),
+        console_enabled=bool(_table(raw, "console").get("enabled", True)),
     )
 
 

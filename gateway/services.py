@@ -14,8 +14,9 @@ from gateway.config import Config
 from gateway.federation.counts import RecordCounts
 from gateway.federation.plans import RecallPlans
 from gateway.federation.providers import Providers
+from gateway.state.directory import Member
 from gateway.state.files import FileStore
-from gateway.state.store import Member, StateStore
+from gateway.state.store import StateStore
 
 log = logging.getLogger("memfed.services")
 

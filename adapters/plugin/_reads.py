@@ -27,6 +27,7 @@ from adapters.base import (
     Record,
     RecordNotFound,
     RecordTime,
+    Unsupported,
     decode_cursor,
     encode_cursor,
     utc,
@@ -88,7 +89,7 @@ class PluginReads:
 
     async def get(self, memory_id: str, record_id: str, as_of: datetime | None = None) -> Record:
         if as_of is not None:
-            raise ProviderRejected("a plugin keeps no history: as_of cannot be answered")
+            raise Unsupported("a plugin keeps no history: as_of cannot be answered")
         entry = await self._entry(memory_id, record_id)
         try:
             return to_record(entry, await self._plugin_record(entry))
@@ -131,7 +132,7 @@ class PluginReads:
         limit: int = 50,
     ) -> Page:
         if as_of is not None:
-            raise ProviderRejected("a plugin keeps no history: as_of cannot be answered")
+            raise Unsupported("a plugin keeps no history: as_of cannot be answered")
         after = decode_cursor(cursor, str) if cursor else None
         records = [r for r in await self._listing([memory_id]) if not types or r.type in types]
         records.sort(key=lambda r: (utc(r.time.written_at).isoformat(), r.id), reverse=True)

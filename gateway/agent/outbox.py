@@ -37,7 +37,6 @@ import contextlib
 import json
 import logging
 import secrets
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +62,7 @@ from adapters.base import (
     part_from_json,
     part_to_json,
 )
+from gateway.clock import now_ms
 from gateway.federation.writes import maybe_applied
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
@@ -76,10 +76,6 @@ BACKOFF_CAP = 300.0
 POLL = 5.0  # the worker looks at least this often (rows written by another process, schedules)
 BATCH = 100
 MAX_ATTEMPTS = 8  # sends that reached the provider and failed, before a row is given up as failed
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)
@@ -259,6 +255,9 @@ async def send(services: Any, row_id: str, provider: str, *, row: Any = None) ->
     if row is None:
         return Outcome("skipped")
     node = services.store.tree.get(row.memory_id)
+    if node is None:
+        await services.store.catch_up()  # deleted, or created by another instance this one has not seen yet
+        node = services.store.tree.get(row.memory_id)
     if node is None:
         await _finish(services, row, status="failed", last_error="the memory was deleted", lease_until=0,
                       payload="")

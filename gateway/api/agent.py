@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import insert
 from starlette.responses import JSONResponse
 
 from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
 from adapters.context import ContextProvider
+from adapters.deriving import DerivingProvider
 from gateway.agent import outbox
 from gateway.agent import prime as priming
 from gateway.answers import JSONAnswer
@@ -29,9 +30,9 @@ from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import record_json
+from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.state import harness_schema as h
-from gateway.state.store import now_ms
 from gateway.state.tree import MemoryNode
 from policies import access
 
@@ -241,6 +242,11 @@ async def get_job(call: Call) -> dict[str, Any]:
     def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
         return lambda p: p.get(node.id, record_id)
 
+    if row.status == "completed" and await _still_deriving(call.services, node, record_ids):
+        # Delivered, but the provider derives in the background and has not finished (§5.1): the job is
+        # not completed until the provider says the episodes are processed.
+        out["status"] = "pending"
+        out["x.memfed"] = {"delivered": True, "derivation": "pending"}
     for record_id in record_ids:
         try:
             record = await on_provider(call.services, node, read(record_id), read=True)
@@ -254,6 +260,20 @@ async def get_job(call: Call) -> dict[str, Any]:
             break
         out["records"].append(record_json(record, tree, principals, node.id))
     return out
+
+
+async def _still_deriving(services: Any, node: MemoryNode, record_ids: Sequence[str]) -> bool:
+    provider = handle_for(services, node).provider
+    if not record_ids or not isinstance(provider, DerivingProvider):
+        return False
+
+    async def ask(p: Provider) -> bool:
+        return await cast(DerivingProvider, p).derivation_pending(node.id, record_ids)
+
+    try:
+        return await on_provider(services, node, ask, read=True)
+    except ApiError:
+        return True  # not known to be done: not reported done
 
 
 M = "/v1/memories/{memory_id}"

@@ -1,5 +1,8 @@
 """The graph read (§6.6): records as nodes, references as edges, around one record or for a whole scope.
 
+Around a record, a memory whose provider keeps a graph of its own (adapters/graph.py, Zep) gives the records
+near it from that graph rather than from a listing of the whole memory.
+
 Built by the gateway from what every provider has (records and their references), so it is the same
 for every provider. The scope is a search's scope; an edge may lead anywhere, and its target becomes a
 node only when the reader may read it.
@@ -8,16 +11,18 @@ node only when the reader may read it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
 from adapters.base import Page, Provider, Record
+from adapters.graph import GraphProvider
 from gateway.api._calls import on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Graph
 from gateway.api.render import record_json
 from gateway.errors import ApiError, record_not_found
+from gateway.state.tree import MemoryNode
 from policies import access
 from policies.recall import plan
 
@@ -25,12 +30,16 @@ SCAN_LIMIT = 10_000
 Key = tuple[str, str]
 
 
-async def _scope_records(call: Call, memory_ids: tuple[str, ...], degraded: list[str]) -> dict[Key, Record]:
+async def _scope_records(call: Call, memory_ids: tuple[str, ...], degraded: list[str],
+                         around: str | None = None, hops: int = 1) -> dict[Key, Record]:
     tree = call.services.store.tree
     found: dict[Key, Record] = {}
     for memory_id in memory_ids:
         node = tree.get(memory_id)
         if node is None:
+            continue
+        if around is not None and (near := await _native(call, node, around, hops, degraded)) is not None:
+            found.update(((memory_id, r.id), r) for r in near)
             continue
         cursor: str | None = None
         while True:
@@ -49,6 +58,25 @@ async def _scope_records(call: Call, memory_ids: tuple[str, ...], degraded: list
             if not cursor:
                 break
     return found
+
+
+async def _native(call: Call, node: MemoryNode, around: str, hops: int,
+                  degraded: list[str]) -> Sequence[Record] | None:
+    """The records around `around` from the provider's own graph (adapters/graph.py), or None where the
+    provider keeps none or the record is not in this memory (the memory is then listed)."""
+    handle = call.services.providers.get(node.provider)
+    if handle is None or not isinstance(handle.provider, GraphProvider):
+        return None
+
+    def ask(p: Provider) -> Awaitable[Sequence[Record] | None]:
+        return cast(GraphProvider, p).neighbourhood(node.id, around, hops)
+
+    try:
+        return await on_provider(call.services, node, ask, read=True)
+    except ApiError as error:
+        detail = error.detail if isinstance(error.detail, dict) else {}
+        degraded.append(f"provider:{node.provider}:{detail.get('reason', 'unavailable')}")
+        return []
 
 
 def _lister(memory_id: str, cursor: str | None) -> Callable[[Provider], Awaitable[Page]]:
@@ -76,7 +104,7 @@ async def graph(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "read", "graph")
     scope = plan(tree, principals, node.id, cap=services.config.recall_cap)
     degraded = list(scope.degraded)
-    records = await _scope_records(call, scope.memory_ids, degraded)
+    records = await _scope_records(call, scope.memory_ids, degraded, body.around, body.hops)
 
     def readable(memory_id: str) -> bool:
         return tree.exists(memory_id) and "read" in access.effective(tree, principals, memory_id)

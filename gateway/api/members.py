@@ -11,7 +11,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.errors import ApiError
-from gateway.state.store import Member
+from gateway.state.directory import Member
 
 ADMIN_INVALID = "memfed_invalid_request"
 

@@ -21,6 +21,7 @@ from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.errors import ApiError
 from gateway.migration import jobs as migration
+from gateway.migration import progress
 from gateway.migration.export_format import MEDIA_TYPE, dumps
 
 log = logging.getLogger("memfed.api")
@@ -55,12 +56,29 @@ def _memory(call: Call, operation: str) -> str:
 async def migrate(call: Call) -> dict[str, Any]:
     body: Migrate = call.body
     memory_id = _memory(call, "memories.migrate")
+    entry = progress.start(call.services, memory_id, body.to, body.recursive)
     try:
         report = await migration.migrate(call.services, memory_id, body.to, recursive=body.recursive,
-                                         purge_source=body.purge_source)
+                                         purge_source=body.purge_source, progress=progress.reporter(entry))
     except migration.CopyError as error:
-        raise _api_error(error) from None
-    return report.document()
+        failure = _api_error(error)
+        progress.finish(entry, error=failure.envelope()["error"])
+        raise failure from None
+    except BaseException:
+        progress.finish(entry, error={"code": "memfed_internal_error", "message": "The migration stopped."})
+        raise
+    document = report.document()
+    progress.finish(entry, report=document)
+    return document
+
+
+async def migrate_progress(call: Call) -> dict[str, Any]:
+    memory_id = _memory(call, "memories.migrate_progress")
+    entry = progress.read(call.services, memory_id)
+    if entry is None:
+        raise ApiError(404, "memfed_migration_not_found", "No migration of this memory was started on this gateway "
+                       "since it started.", param="memory_id")
+    return entry
 
 
 async def export(call: Call) -> StreamingResponse:
@@ -126,6 +144,9 @@ ENDPOINTS = [
     Endpoint("POST", P + "/migrate", migrate,
              "Move every record to another provider, then switch the binding; old record ids keep resolving "
              "(admins).", "memories.migrate", body=Migrate, write=True, tags=("migration",)),
+    Endpoint("GET", P + "/migrate", migrate_progress,
+             "How far the last migration of this memory started on this gateway has got (admins).",
+             "memories.migrate_progress", tags=("migration",)),
     Endpoint("GET", P + "/export", export, "Every record with all its versions, as NDJSON (admins).",
              "memories.export", tags=("migration",)),
     Endpoint("POST", P + "/import", import_, "Write records from NDJSON, each with all its versions (admins).",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -28,6 +29,10 @@ def recall_query(call: Call, body: Recall) -> RecallQuery:
         types=tuple(body.types or ()), as_of=body.as_of, include=body.include,
         limit=min(body.limit or config.recall_default_limit, config.recall_max_limit),
     )
+
+
+# A Server-Timing metric name is an HTTP token; a provider's configured name is made one.
+_TOKEN = re.compile(r"[^A-Za-z0-9!#$%&'*+.^_`|~-]")
 
 
 async def audit_plan(call: Call, kept: KeptPlan) -> None:
@@ -81,6 +86,8 @@ async def recall(call: Call) -> dict[str, Any]:
         if not searching.done():
             searching.cancel()
         counts = await counting
+    for name, ms in answer.timings.items():  # each provider's time, beside the total, in Server-Timing
+        call.timings["provider." + _TOKEN.sub("_", name)] = ms
     results = []
     for fed in answer.hits:
         record = fed.hit.record

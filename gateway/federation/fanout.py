@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.base import Hit, Provider, ProviderError, RecallAnswer, RecallQuery
@@ -35,6 +36,8 @@ class FederatedAnswer:
     degraded: tuple[str, ...]
     abstain: bool
     calls: int
+    # Each provider's time on this recall (ms), from its first call until its answer or failure.
+    timings: Mapping[str, float] = field(default_factory=dict)
 
 
 async def recall(
@@ -43,6 +46,7 @@ async def recall(
     degraded: list[str] = []
     splits: dict[str, SignalSplit] = {}
     tasks: dict[str, asyncio.Task[tuple[RecallAnswer, int]]] = {}
+    timings: dict[str, float] = {}
     for name, memory_ids in memories_by_provider.items():
         handle = providers.get(name)
         if handle is None:
@@ -53,6 +57,7 @@ async def recall(
         if not split.asked:
             continue  # nothing this provider can search by; said once below in the signal entries
         tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked)))
+        tasks[name].add_done_callback(_stopwatch(timings, name))
     degraded.extend(signal_degradations(splits))
     degraded.extend(emulation_notes(query, {n: providers[n].capabilities() for n in tasks}))
     rankings: list[list[tuple[str, str]]] = []
@@ -89,7 +94,17 @@ async def recall(
                  for key, score in fused[: query.limit])
     # Nothing returned, or every provider that answered judged its answer no answer: say so.
     abstain = not hits or (bool(abstentions) and all(abstentions))
-    return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, calls)
+    return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, calls, timings)
+
+
+def _stopwatch(timings: dict[str, float], name: str) -> Callable[[asyncio.Task[Any]], None]:
+    """A done-callback that notes in `timings` how long the task ran since now."""
+    started = time.perf_counter()
+
+    def stop(_: asyncio.Task[Any]) -> None:
+        timings[name] = (time.perf_counter() - started) * 1000
+
+    return stop
 
 
 async def _ask(handle: ProviderHandle, memory_ids: Sequence[str], query: RecallQuery) -> tuple[RecallAnswer, int]:

@@ -29,6 +29,7 @@ from adapters.base import (
     ProviderUnavailable,
 )
 from gateway.config import Config, ConfigError, ProviderConfig
+from gateway.federation.call_stats import CallStats
 from gateway.state.private_files import private_dir
 from gateway.telemetry import tracer
 
@@ -94,6 +95,7 @@ class ProviderHandle:
         self.semaphore = asyncio.Semaphore(config.concurrency)
         self._capabilities = provider.capabilities()
         self._credential_refused = False  # said once in the log until a call succeeds again
+        self.recent = CallStats()
 
     def capabilities(self) -> Capabilities:
         return self._capabilities
@@ -105,12 +107,15 @@ class ProviderHandle:
             span.set_attribute("memfed.provider", self.name)
             span.set_attribute("memfed.adapter", self.config.adapter)
             span.set_attribute("memfed.read", read)
+            started = time.perf_counter()
             try:
                 result = await self._call(fn, read=read, seconds=seconds)
             except ProviderError as exc:
                 span.set_attribute("memfed.outcome", exc.reason)
+                self.recent.note((time.perf_counter() - started) * 1000, exc.reason)
                 self._note_refused_credential(exc)
                 raise
+            self.recent.note((time.perf_counter() - started) * 1000, "ok")
             span.set_attribute("memfed.outcome", "ok")
             self._credential_refused = False
             return result
@@ -171,6 +176,7 @@ class ProviderHandle:
         doc["x.memfed"].update({
             "adapter": self.config.adapter,
             "breaker": self.breaker.document(),
+            "recent": self.recent.document(),
             "timeout_seconds": self.config.timeout,
             "concurrency": self.config.concurrency,
         })

@@ -60,6 +60,7 @@ async def authenticate(request: Request, services: Any) -> Principal:
 async def resolve_token(token: str, services: Any) -> Principal | None:
     """The principal a bearer token stands for, or None. Shared by the HTTP API and MCP."""
     store = services.store
+    await store.catch_up()  # decide from the state as it is now, whichever instance changed it
     member = store.member_for_key(token)
     if member is None and services.oidc is not None and services.oidc.looks_like_jwt(token):
         member = await services.member_for_jwt(token)

@@ -15,9 +15,11 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.clock import now_ms
+from gateway.state import coherence
 from gateway.state import migration_schema as m
 from gateway.state import schema as t
-from gateway.state.store import StateStore, now_ms
+from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode
 
 UNFINISHED = ("running", "failed")
@@ -131,6 +133,7 @@ class MigrationLog:
             await write_aliases(conn, memory_id, pairs)
             await conn.execute(update(t.memories).where(t.memories.c.id == memory_id)
                                .values(provider=provider, updated_at=stamp))
+            await coherence.record(conn, "memory", [memory_id])
         return self.store.tree.update(memory_id, provider=provider, updated_at=stamp)
 
     async def add_aliases(self, memory_id: str, pairs: Sequence[tuple[str, str]]) -> None:

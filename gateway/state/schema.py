@@ -81,6 +81,18 @@ grants = Table(
     Column("created_at", BigInteger, nullable=False),
 )
 
+# Every change to what instances hold in memory (members, keys, groups, memberships, memories, grants),
+# written in the transaction that makes it: gateway/state/coherence.py reads it before each decision.
+state_changes = Table(
+    "state_changes",
+    metadata,
+    Column("seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),
+    Column("entity", String(64), nullable=False),
+    Column("at", BigInteger, nullable=False),
+    sqlite_autoincrement=True,  # never hand out a seq again once its row is pruned
+)
+
 files = Table(
     "files",
     metadata,

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from gateway.clock import now_ms
 from gateway.ids import new_id
+from gateway.state import coherence, tree_writes
 from gateway.state import schema as t
-from gateway.state import tree_writes
+from gateway.state.directory import Directory, GroupRow, Member, member_of_row
+from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from policies.access import PRIVILEGES, Grant
@@ -27,41 +28,9 @@ from policies.access import PRIVILEGES, Grant
 KEY_PREFIX = "mf_"
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def hash_key(secret: str) -> str:
     # API keys carry 256 bits of randomness, so a fast hash is enough: there is nothing to brute-force.
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Member:
-    id: str
-    name: str
-    type: str
-    is_admin: bool
-    created_at: int
-
-    @property
-    def principal(self) -> str:
-        return f"member:{self.id}"
-
-
-@dataclass(frozen=True)
-class GroupRow:
-    id: str
-    name: str
-    created_at: int
-
-
-def _privs_to_text(privileges: frozenset[str]) -> str:
-    return ",".join(p for p in PRIVILEGES if p in privileges)
-
-
-def _privs_from_text(text: str) -> frozenset[str]:
-    return frozenset(p for p in text.split(",") if p)
 
 
 class StateStore:
@@ -72,12 +41,8 @@ class StateStore:
         # to its write; a delete claims its subtree while the providers drop its records.
         self.tree_lock = TreeLock()
         self.claims = Claims()
-        self._members: dict[str, Member] = {}
-        self._subjects: dict[str, str] = {}
-        self._keys: dict[str, tuple[str, str]] = {}  # key hash -> (key id, member id)
-        self._groups: dict[str, GroupRow] = {}
-        self._group_members: dict[str, set[str]] = {}
-        self._member_groups: dict[str, set[str]] = {}
+        self.directory = Directory()
+        self.changes = coherence.ChangeMark()
 
     @classmethod
     async def open(cls, url: str, *, search_path: str | None = None) -> StateStore:
@@ -106,43 +71,62 @@ class StateStore:
         await self.engine.dispose()
 
     async def _load(self) -> None:
+        directory, tree = Directory(), Tree()
         async with self.engine.connect() as conn:
+            mark = await coherence.latest(conn)  # before the rows: a change landing meanwhile is applied again
             for row in await conn.execute(select(t.members)):
-                self._remember_member(Member(row.id, row.name, row.type, row.is_admin, row.created_at))
-                if row.external_subject:
-                    self._subjects[row.external_subject] = row.id
+                directory.put_member(member_of_row(row), row.external_subject)
             for row in await conn.execute(select(t.api_keys)):
-                self._keys[row.key_hash] = (row.id, row.member_id)
+                directory.put_key(row.key_hash, row.id, row.member_id)
             for row in await conn.execute(select(t.groups)):
-                self._groups[row.id] = GroupRow(row.id, row.name, row.created_at)
-                self._group_members.setdefault(row.id, set())
+                directory.put_group(GroupRow(row.id, row.name, row.created_at))
             for row in await conn.execute(select(t.group_members)):
-                self._group_members.setdefault(row.group_id, set()).add(row.member_id)
-                self._member_groups.setdefault(row.member_id, set()).add(row.group_id)
+                directory.join(row.group_id, row.member_id)
             for row in await conn.execute(select(t.memories)):
-                self.tree.put(_node(row))
-            refuse_broken(self.tree)
+                tree.put(node_of_row(row))
+            refuse_broken(tree)
             for row in await conn.execute(select(t.grants)):
-                self.tree.add_grant(_grant(row))
+                tree.add_grant(grant_of_row(row))
+        self.directory = directory
+        self.tree.replace_with(tree)
+        self.changes.seen = mark
 
-    def _remember_member(self, member: Member) -> None:
-        self._members[member.id] = member
+    async def catch_up(self) -> None:
+        """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
+        async with self.engine.connect() as conn:
+            newest = await coherence.latest(conn)
+        if newest <= self.changes.seen:
+            return
+        async with self.changes.lock:
+            if newest <= self.changes.seen:
+                return  # another request applied it while this one waited
+            async with self.engine.connect() as conn:
+                found = await coherence.since(conn, self.changes.seen)
+                if found.gap:
+                    await self._load()
+                    return
+                fetched = await coherence.fetch(conn, found)
+            coherence.apply(self.directory, self.tree, found, fetched)  # no await: one consistent step
+            crossed = found.upto // coherence.PRUNE_EVERY != self.changes.seen // coherence.PRUNE_EVERY
+            self.changes.seen = found.upto
+            self.changes.applied_at = now_ms()
+        if crossed:
+            async with self.engine.begin() as conn:
+                await coherence.prune(conn)
 
     # ------------------------------------------------------------------ members and keys
 
     def member(self, member_id: str) -> Member | None:
-        return self._members.get(member_id)
+        return self.directory.member(member_id)
 
     def member_count(self) -> int:
-        return len(self._members)
+        return self.directory.member_count()
 
     def member_for_key(self, secret: str) -> Member | None:
-        found = self._keys.get(hash_key(secret))
-        return self._members.get(found[1]) if found else None
+        return self.directory.member_for_digest(hash_key(secret))
 
     def member_for_subject(self, subject: str) -> Member | None:
-        member_id = self._subjects.get(subject)
-        return self._members.get(member_id) if member_id else None
+        return self.directory.member_for_subject(subject)
 
     async def create_member(
         self, name: str, type_: str, *, is_admin: bool = False, external_subject: str | None = None
@@ -155,9 +139,8 @@ class StateStore:
                     external_subject=external_subject, created_at=member.created_at,
                 )
             )
-        self._remember_member(member)
-        if external_subject:
-            self._subjects[external_subject] = member.id
+            await coherence.record(conn, "member", [member.id])
+        self.directory.put_member(member, external_subject)
         return member
 
     async def member_signing_in(self, name: str, type_: str, subject: str) -> Member:
@@ -173,9 +156,8 @@ class StateStore:
                 row = (await conn.execute(select(t.members).where(t.members.c.external_subject == subject))).first()
             if row is None:  # not the subject's uniqueness that failed
                 raise
-            member = Member(row.id, row.name, row.type, row.is_admin, row.created_at)
-            self._remember_member(member)
-            self._subjects[subject] = member.id
+            member = member_of_row(row)
+            self.directory.put_member(member, subject)
             return member
 
     async def create_key(self, member_id: str, secret: str | None = None) -> tuple[str, str]:
@@ -187,7 +169,8 @@ class StateStore:
             await conn.execute(
                 insert(t.api_keys).values(id=key_id, member_id=member_id, key_hash=digest, created_at=now_ms())
             )
-        self._keys[digest] = (key_id, member_id)
+            await coherence.record(conn, "keys", [member_id])
+        self.directory.put_key(digest, key_id, member_id)
         return key_id, secret
 
     async def revoke_key(self, member_id: str, key_id: str) -> bool:
@@ -195,55 +178,55 @@ class StateStore:
             result = await conn.execute(
                 delete(t.api_keys).where(t.api_keys.c.id == key_id, t.api_keys.c.member_id == member_id)
             )
+            if result.rowcount:
+                await coherence.record(conn, "keys", [member_id])
         if not result.rowcount:
             return False
-        for digest, (kid, _mid) in list(self._keys.items()):
-            if kid == key_id:
-                del self._keys[digest]
+        self.directory.drop_key(key_id)
         return True
 
     def keys_of(self, member_id: str) -> list[str]:
-        return sorted(kid for kid, mid in self._keys.values() if mid == member_id)
+        return self.directory.keys_of(member_id)
 
     # ------------------------------------------------------------------ groups
 
     def group(self, group_id: str) -> GroupRow | None:
-        return self._groups.get(group_id)
+        return self.directory.group(group_id)
 
     def group_by_name(self, name: str) -> GroupRow | None:
-        return next((g for g in self._groups.values() if g.name == name), None)
+        return self.directory.group_by_name(name)
 
     def groups_of(self, member_id: str) -> tuple[str, ...]:
-        return tuple(sorted(self._member_groups.get(member_id, ())))
+        return self.directory.groups_of(member_id)
 
     def members_of(self, group_id: str) -> tuple[str, ...]:
-        return tuple(sorted(self._group_members.get(group_id, ())))
+        return self.directory.members_of(group_id)
 
     async def create_group(self, name: str) -> GroupRow:
         group = GroupRow(new_id("group"), name, now_ms())
         async with self.engine.begin() as conn:
             await conn.execute(insert(t.groups).values(id=group.id, name=name, created_at=group.created_at))
-        self._groups[group.id] = group
-        self._group_members[group.id] = set()
+            await coherence.record(conn, "group", [group.id])
+        self.directory.put_group(group)
         return group
 
     async def add_to_group(self, group_id: str, member_id: str) -> None:
-        if member_id in self._group_members.get(group_id, set()):
+        if self.directory.belongs(group_id, member_id):
             return
         try:
             async with self.engine.begin() as conn:
                 await conn.execute(insert(t.group_members).values(group_id=group_id, member_id=member_id))
+                await coherence.record(conn, "memberships", [member_id])
         except IntegrityError:  # a concurrent request added it first (or the group went meanwhile)
             async with self.engine.connect() as conn:
                 kept = (await conn.execute(select(t.group_members.c.member_id).where(
                     t.group_members.c.group_id == group_id, t.group_members.c.member_id == member_id))).first()
             if kept is None:
                 raise
-        self._group_members.setdefault(group_id, set()).add(member_id)
-        self._member_groups.setdefault(member_id, set()).add(group_id)
+        self.directory.join(group_id, member_id)
 
     async def remove_from_group(self, group_id: str, member_id: str) -> bool:
-        if member_id not in self._group_members.get(group_id, set()):
+        if not self.directory.belongs(group_id, member_id):
             return False
         async with self.engine.begin() as conn:
             await conn.execute(
@@ -251,13 +234,13 @@ class StateStore:
                     t.group_members.c.group_id == group_id, t.group_members.c.member_id == member_id
                 )
             )
-        self._group_members[group_id].discard(member_id)
-        self._member_groups.get(member_id, set()).discard(group_id)
+            await coherence.record(conn, "memberships", [member_id])
+        self.directory.leave(group_id, member_id)
         return True
 
     async def set_groups(self, member_id: str, group_ids: set[str]) -> None:
         """Make the member's groups exactly these (used for groups asserted by an identity provider)."""
-        current = set(self._member_groups.get(member_id, ()))
+        current = set(self.directory.groups_of(member_id))
         for gid in group_ids - current:
             await self.add_to_group(gid, member_id)
         for gid in current - group_ids:
@@ -282,7 +265,9 @@ class StateStore:
                 if parent_id is not None:
                     await tree_writes.check_parent(conn, parent_id)
                 await conn.execute(insert(t.memories).values(**node.__dict__))
-                await conn.execute(insert(t.grants).values(_grant_row(grant, stamp)))
+                await conn.execute(insert(t.grants).values(grant_row(grant, stamp)))
+                await coherence.record(conn, "memory", [node.id])
+                await coherence.record(conn, "grants", [node.id])
             self.tree.put(node)
             self.tree.add_grant(grant)
 
@@ -305,6 +290,7 @@ class StateStore:
                 result = await conn.execute(update(t.memories).where(t.memories.c.id == memory_id).values(**changes))
                 if not result.rowcount:
                     raise TreeRefused("not_found", "No such memory.")
+                await coherence.record(conn, "memory", [memory_id])
             return self.tree.update(memory_id, **changes)
 
         async with self.tree_lock.held():
@@ -327,6 +313,7 @@ class StateStore:
                     await conn.execute(delete(t.snapshots).where(t.snapshots.c.memory_id.in_(chunk)))
                     await conn.execute(delete(t.record_aliases).where(t.record_aliases.c.memory_id.in_(chunk)))
                     await conn.execute(delete(t.memories).where(t.memories.c.id.in_(chunk)))
+                await coherence.record(conn, "memory", ids)
             return self.tree.remove_subtree(memory_id) if self.tree.exists(memory_id) else []
 
         async with self.tree_lock.held():
@@ -342,7 +329,8 @@ class StateStore:
                 await tree_writes.lock_tree(conn)
                 if not await tree_writes.row_exists(conn, memory_id):
                     raise TreeRefused("not_found", "No such memory.")
-                await conn.execute(insert(t.grants).values(_grant_row(grant, now_ms())))
+                await conn.execute(insert(t.grants).values(grant_row(grant, now_ms())))
+                await coherence.record(conn, "grants", [memory_id])
             self.tree.add_grant(grant)
 
         async with self.tree_lock.held():
@@ -354,7 +342,9 @@ class StateStore:
         async def write() -> Grant | None:
             async with self.engine.begin() as conn:
                 await tree_writes.lock_tree(conn)
-                await conn.execute(delete(t.grants).where(t.grants.c.id == grant_id))
+                gone = (await conn.execute(delete(t.grants).where(t.grants.c.id == grant_id)
+                                           .returning(t.grants.c.memory_id))).all()
+                await coherence.record(conn, "grants", [row.memory_id for row in gone])
             return self.tree.remove_grant(grant_id)
 
         async with self.tree_lock.held():
@@ -408,19 +398,3 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def _chunks(items: list[str], size: int) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _node(row: Any) -> MemoryNode:
-    return MemoryNode(row.id, row.name, row.description, row.parent_id, bool(row.restricted), row.provider,
-                      row.created_by, row.created_at, row.updated_at)
-
-
-def _grant(row: Any) -> Grant:
-    return Grant(row.id, row.memory_id, row.principal, _privs_from_text(row.privileges), bool(row.implicit))
-
-
-def _grant_row(grant: Grant, stamp: int) -> dict[str, Any]:
-    return {
-        "id": grant.id, "memory_id": grant.memory_id, "principal": grant.principal,
-        "privileges": _privs_to_text(grant.privileges), "implicit": grant.implicit, "created_at": stamp,
-    }

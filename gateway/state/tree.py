@@ -139,6 +139,12 @@ class Tree:
 
     # -- changes (called by the store after its commit)
 
+    def replace_with(self, other: Tree) -> None:
+        """Hold what `other` holds (a reload), keeping this object: others keep a reference to it."""
+        version = self.version
+        self.__dict__.update(other.__dict__)
+        self.version = version + other.version + 1
+
     def put(self, node: MemoryNode) -> None:
         self.version += 1
         old = self._nodes.get(node.id)
@@ -200,3 +206,19 @@ def refuse_broken(tree: Tree) -> None:
                            "of one of them (table memories) to break it before starting")
     raise StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
                        "shorten its chain of parents (table memories) before starting")
+
+
+def refresh(tree: Tree, nodes: dict[str, MemoryNode], gone: set[str], grants: dict[str, list[Grant]]) -> None:
+    """Bring `tree` up to rows another instance changed: `nodes` as they are now, `gone` deleted, and the
+    complete grants of each memory in `grants`."""
+    for node in sorted(nodes.values(), key=lambda n: (n.created_at, n.id)):
+        tree.put(node)
+    for memory_id in sorted(gone, key=lambda m: -tree.depth_of(m) if tree.exists(m) else 0):
+        if tree.exists(memory_id):
+            tree.remove_subtree(memory_id)
+    for memory_id, held in grants.items():
+        for grant in list(tree.grants_on(memory_id)):
+            tree.remove_grant(grant.id)
+        if tree.exists(memory_id):
+            for grant in held:
+                tree.add_grant(grant)

@@ -48,6 +48,50 @@ async def mem0_oss(scratch: Path) -> AsyncIterator[Provider]:
 
 
 @asynccontextmanager
+async def saas(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_saas import saas_provider
+
+    async with saas_provider() as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def saas_no_vectors(scratch: Path) -> AsyncIterator[Provider]:
+    """The SaaS memory with embedding off at the operator: meaning answered by words, and declared so."""
+    from tests.adapters.fake_saas import FakeSaas, saas_provider
+
+    async with saas_provider(FakeSaas(embedding=False), vector_search=False) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def saas_deriving(scratch: Path) -> AsyncIterator[Provider]:
+    """The SaaS memory configured to derive (`derivation = "agent"`): episodes also go to smart ingest."""
+    from tests.adapters.fake_saas import saas_provider
+
+    async with saas_provider(derivation="agent") as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def zep_v4(scratch: Path) -> AsyncIterator[Provider]:
+    # The fake derives only when a test calls `process()`, so what the suite counts is what it stated;
+    # derivation, with derived records beside stated ones, is pinned in tests/adapters/test_zep.py.
+    from tests.adapters.fake_zep import zep_provider
+
+    async with zep_provider("v4", data_dir=scratch) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def zep_v3(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_zep import zep_provider
+
+    async with zep_provider("v3", data_dir=scratch) as provider:
+        yield provider
+
+
+@asynccontextmanager
 async def plugin(scratch: Path) -> AsyncIterator[Provider]:
     from tests.adapters.fake_plugin import plugin_provider
 
@@ -67,6 +111,11 @@ HARNESSES: dict[str, Harness] = {
     "local": local,
     "mem0-platform": mem0_platform,
     "mem0-oss": mem0_oss,
+    "saas": saas,
+    "saas-no-vectors": saas_no_vectors,
+    "saas-deriving": saas_deriving,
+    "zep-v4": zep_v4,
+    "zep-v3": zep_v3,
     "plugin": plugin,
     "plugin-agent-package": plugin_old_package,
 }

@@ -5,6 +5,7 @@ pins the behaviour it declares; a test is skipped only when the document says th
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -15,6 +16,7 @@ from adapters.base import (
     SIGNALS,
     Capabilities,
     Condition,
+    FileRef,
     Part,
     Provider,
     RecallQuery,
@@ -446,6 +448,100 @@ async def test_core_types_are_all_kept(provider: Provider, stamps: Stamps) -> No
     written = {t: await provider.remember(M1, stamps.record(f"A {t}.", type=t)) for t in CORE_TYPES}
     for record_type, record in written.items():
         assert (await provider.get(M1, record.id)).type == record_type
+
+
+# --------------------------------------------------------------------------- as_of, content
+
+
+async def test_as_of_is_answered_as_declared(provider: Provider, stamps: Stamps) -> None:
+    """With `as_of` declared, get as of an instant between two versions reads the first; declared false,
+    the read is refused with Unsupported rather than answered with the current version."""
+    caps = provider.capabilities()
+    need(caps, "revise")
+    first = await provider.remember(M1, stamps.record("Version one."))
+    between = stamps.tick()
+    await provider.revise(M1, first.id, stamps.revision(title="Version two"))
+    if not caps.as_of:
+        with pytest.raises(Unsupported):
+            await provider.get(M1, first.id, as_of=between)
+        return
+    assert (await provider.get(M1, first.id, as_of=between)).version == 1
+
+
+async def test_a_file_part_of_a_kept_media_type_reads_back_as_written(provider: Provider, stamps: Stamps) -> None:
+    """content.media is a claim: a file part of a declared type (the bytes referenced, never carried)
+    comes back with its reference, words and order unchanged."""
+    caps = provider.capabilities()
+    if not any(fnmatch.fnmatch("image/png", pattern) for pattern in caps.media):
+        pytest.skip("the capability document does not declare image/png")
+    content = (Part(type="text", text="The approved logo."),
+               Part(type="file", file=FileRef("hfile_" + "1" * 32, "logo.png", "image/png", 2048),
+                    text="A blue circle.", text_source="stated"))
+    written = await provider.remember(M1, stamps.record(content=content))
+    assert (await provider.get(M1, written.id)).content == content
+
+
+async def test_an_episode_is_kept_as_written_and_nothing_is_derived_unless_declared(
+    provider: Provider, stamps: Stamps
+) -> None:
+    """observe.keeps_episodes: an episode reads back as the episode written. derivation "none": writing
+    it makes that one record and no other (a provider that derives declares so)."""
+    caps = provider.capabilities()
+    if not caps.keeps_episodes:
+        pytest.skip("the capability document declares observe.keeps_episodes: false")
+    said = "The customer called: the invoice address changed. She prefers email from now on."
+    episode = await provider.remember(M1, stamps.record(said, type="episode"))
+    read = await provider.get(M1, episode.id)
+    assert (read.type, read.content, read.written_by) == ("episode", (Part(type="text", text=said),), AGENT)
+    if caps.derivation == "none":
+        assert ids((await provider.list(M1, include="all")).items) == [episode.id]
+
+
+async def test_a_provider_deriving_by_agent_adds_records_of_its_own(provider: Provider, stamps: Stamps) -> None:
+    """derivation "agent": an episode written also yields what the provider's own agent derives from it,
+    by the time the write returns, each written by the provider and kept apart from the episode."""
+    if provider.capabilities().derivation != "agent":
+        pytest.skip("the capability document does not declare derivation: agent")
+    said = "Dana prefers email over phone calls. The invoice address changed in May."
+    episode = await provider.remember(M1, stamps.record(said, type="episode"))
+    others = [r for r in (await provider.list(M1, include="all")).items if r.id != episode.id]
+    assert others and all(r.written_by.kind == "provider" for r in others)
+    assert (await provider.get(M1, episode.id)).written_by == AGENT
+# --------------------------------------------------------------------------- as_of, background derivation
+
+
+async def test_as_of_reads_the_version_current_at_that_instant(provider: Provider, stamps: Stamps) -> None:
+    """With as_of declared, a read at an instant between two versions shows the first as it stood then
+    (active), and one before the record was written does not find it."""
+    caps = provider.capabilities()
+    if not caps.as_of or caps.revise == "false":
+        pytest.skip("the capability document declares no as_of (or no revise)")
+    first = await provider.remember(M1, stamps.record("Version one."))
+    between = stamps.tick()
+    await provider.revise(M1, first.id, stamps.revision(title="Version two"))
+
+    then = await provider.get(M1, first.id, as_of=between)
+    listed = await provider.list(M1, as_of=between)
+
+    assert (then.version, then.status, then.title) == (1, "active", None)
+    assert [(r.id, r.version) for r in listed.items] == [(first.id, 1)]
+    with pytest.raises(RecordNotFound):
+        await provider.get(M1, first.id, as_of=first.time.written_at.replace(year=2000))
+
+
+async def test_background_derivation_is_declared_with_a_way_to_know_it_is_done(
+        provider: Provider, stamps: Stamps) -> None:
+    """A provider declaring `derivation: background` answers observe with a job, and can say whether
+    it is still deriving from what it was given (adapters/deriving.py), which the job's status waits for."""
+    from adapters.deriving import DerivingProvider
+
+    caps = provider.capabilities()
+    if caps.derivation != "background":
+        pytest.skip(f"the capability document declares derivation: {caps.derivation}")
+    assert caps.observe_answers == "job"
+    assert isinstance(provider, DerivingProvider)
+    stated = await provider.remember(M1, stamps.record("Acme renews in March.", type="fact"))
+    assert await provider.derivation_pending(M1, [stated.id]) is False  # a stated fact is not derived from
 
 
 # --------------------------------------------------------------------------- prime

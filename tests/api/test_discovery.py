@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Gateway
+from typing import Any
+
+from tests.api._gateway import Gateway
 
 ENVELOPE_KEYS = {"type", "code", "message", "param", "detail"}
 
@@ -83,3 +85,28 @@ async def test_providers_document_is_served(gateway: Gateway) -> None:
                 "prime", "consolidate", "queries", "types", "graph", "content"):
         assert key in local, key
     assert local["x.memfed"]["breaker"]["state"] == "closed"
+
+
+async def test_providers_document_shows_recent_latency_and_failures(gateway: Gateway) -> None:
+    """`x.memfed.recent` counts the calls made through the provider's breaker with their latency, and a
+    failing call by its reason, so an operator sees a provider's recent health beside its breaker."""
+    from adapters.base import ProviderUnavailable
+
+    root = await gateway.root("Health")
+    assert (await gateway.admin.post(f"/v1/memories/{root['id']}/recall", json={"text": "x"})).status_code == 200
+    (local,) = (await gateway.admin.get("/v1/memories/providers")).json()["data"]
+    recent = local["x.memfed"]["recent"]
+    assert recent["calls"] >= 1 and recent["failures"] == 0 and recent["p50_ms"] is not None
+    handle = gateway.services.providers.get("local")
+    assert handle is not None
+
+    async def down(*args: Any, **kwargs: Any) -> Any:
+        raise ProviderUnavailable("down for the test")
+
+    handle.provider.recall = down  # type: ignore[method-assign]
+    answer = (await gateway.admin.post(f"/v1/memories/{root['id']}/recall", json={"text": "x"})).json()
+    assert "provider:local:unavailable" in answer["degraded"]
+    (local,) = (await gateway.admin.get("/v1/memories/providers")).json()["data"]
+    recent = local["x.memfed"]["recent"]
+    assert recent["failures"] == 1 and recent["failures_by_reason"] == {"unavailable": 1}
+    assert recent["last_failure"]["reason"] == "unavailable"

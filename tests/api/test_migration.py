@@ -6,13 +6,14 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from adapters.base import NewRecord, Part, Writer
 from gateway.state.migration_schema import migration_records
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, held_by, mem0_gateway, migrate, seed
 
 
@@ -284,7 +285,7 @@ def test_cli_migrate_shows_progress_and_switches(tmp_path: Path, capsys: pytest.
 
 async def test_an_old_id_erases_the_record_it_now_names(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """After a swap, erase with a pre-migration id erases the copy and answers with the id that was given."""
-    from tests.api.conftest import make_config, running_gateway
+    from tests.api._gateway import make_config, running_gateway
 
     async with running_gateway(make_config(tmp_path, providers={"archive": {"adapter": "local"}})) as gw:
         root = await gw.root()
@@ -296,3 +297,39 @@ async def test_an_old_id_erases_the_record_it_now_names(tmp_path) -> None:  # ty
         assert (await gw.admin.get(f"/v1/memories/{root['id']}/records/{old['id']}")).status_code == 404
         archive = gw.services.providers["archive"].provider
         assert (await archive.list(root["id"], include="all")).items == ()
+
+
+async def test_a_swaps_progress_is_readable_while_it_runs_and_after(gw: Gateway) -> None:
+    """GET .../migrate answers 404 before any swap; while one copies it says `running` with records done
+    of the pass's total; afterwards `completed`, every record done, with the swap's report. A second swap
+    started meanwhile is refused as busy and leaves the first one's progress on the board."""
+    import asyncio
+
+    seeded = await seed(gw)
+    assert (await gw.admin.get(f"/v1/memories/{seeded.memory_id}/migrate")).status_code == 404
+    archive = gw.services.providers.get("archive")
+    assert archive is not None
+    original, gate, first_written = archive.provider.remember, asyncio.Event(), asyncio.Event()
+
+    async def held_remember(*args: Any, **kwargs: Any) -> Any:
+        result = await original(*args, **kwargs)
+        first_written.set()
+        await gate.wait()
+        return result
+
+    archive.provider.remember = held_remember  # type: ignore[method-assign]
+    running = asyncio.create_task(migrate(gw, seeded.memory_id))
+    await asyncio.wait_for(first_written.wait(), 10)
+    during = (await gw.admin.get(f"/v1/memories/{seeded.memory_id}/migrate")).json()
+    assert during["state"] == "running" and during["to"] == "archive"
+    assert during["total"] == 4 and 0 <= during["done"] < during["total"]
+    busy = await migrate(gw, seeded.memory_id)
+    assert busy.status_code == 409
+    assert (await gw.admin.get(f"/v1/memories/{seeded.memory_id}/migrate")).json()["state"] == "running"
+    gate.set()
+    assert (await running).status_code == 200
+    after = (await gw.admin.get(f"/v1/memories/{seeded.memory_id}/migrate")).json()
+    assert after["state"] == "completed" and after["done"] == after["total"]
+    assert after["report"]["copied"] == 4 and after["passes"] >= 1
+    _, stranger = await gw.member("stranger")
+    assert (await stranger.get(f"/v1/memories/{seeded.memory_id}/migrate")).status_code == 403

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def _remember(gateway: Gateway, memory_id: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -77,7 +77,7 @@ async def test_depth_narrows_the_search(gateway: Gateway) -> None:
 
 async def test_the_cap_is_declared(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A recall over more memories than recall.cap searches the nearest and says subtree:capped_at_N."""
-    from tests.api.conftest import make_config, running_gateway
+    from tests.api._gateway import make_config, running_gateway
 
     async with running_gateway(make_config(tmp_path, recall={"cap": 2})) as gw:
         root = await gw.root()
@@ -195,7 +195,8 @@ async def test_concurrent_recalls_share_one_count_of_the_children(gateway: Gatew
         assert {c["name"]: c["records"]["count"] for c in body["children"]} == {"Sales": None, "HR": None}
         assert "children:counts_pending" in body["degraded"]
         spans = dict(span.strip().split(";dur=") for span in answer.headers["server-timing"].split(","))
-        assert set(spans) == {"app", "providers"} and 0 <= float(spans["providers"]) <= float(spans["app"])
+        assert set(spans) == {"app", "providers", "provider.local"}
+        assert 0 <= float(spans["provider.local"]) <= float(spans["providers"]) <= float(spans["app"])
     for _ in range(100):
         body = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall", json={"text": "renewal"})).json()
         if "children:counts_pending" not in body["degraded"]:
@@ -203,6 +204,16 @@ async def test_concurrent_recalls_share_one_count_of_the_children(gateway: Gatew
         await asyncio.sleep(0.02)
     assert {c["name"]: c["records"]["count"] for c in body["children"]} == {"Sales": 1, "HR": 1}  # admin reads HR
     assert counted == 1
+
+
+async def test_server_timing_names_each_providers_time_on_a_recall(gateway: Gateway) -> None:
+    """A recall's Server-Timing carries `provider.NAME;dur=` for every provider it asked (what the console's
+    recall test shows), each within the providers' total."""
+    t = await _tree(gateway)
+    answer = await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall", json={"text": "renewal"})
+    spans = dict(span.strip().split(";dur=") for span in answer.headers["server-timing"].split(","))
+    assert "provider.local" in spans
+    assert 0 <= float(spans["provider.local"]) <= float(spans["providers"])
 
 
 async def test_an_old_count_is_shown_while_a_new_one_is_asked(gateway: Gateway) -> None:

@@ -1,0 +1,162 @@
+"""Recall on Zep: each memory's graph searched on its own (Zep searches one graph per call), every list
+fused by reciprocal rank, as every provider fuses its signals.
+
+- `query` and `text` go to Zep's search of edges, nodes and episodes (three calls per graph and signal,
+  at once, under the provider's concurrency bound). Zep's search is hybrid (BM25 and embeddings), so
+  `text` is answered by it and declared emulated.
+- What Zep can judge is asked of it: current facts only (`invalid_at`/`expired_at` is null) unless
+  `include: all`; a type whose records are episodes by memfed's `memfed_type` key (v4 `metadata_filters`).
+  The rest (`types` across kinds, `as_of`, v4's closing marks) is judged here on what comes back.
+- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing (emulated).
+- A hit on a version that a later one closed is dropped (or, with `include: all`, read as its record's
+  current version). Edges and v4 objects say so themselves; a v3 node or episode cannot, so its graph
+  is listed once to know.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.base import Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
+from adapters.mem0 import _select as select
+from adapters.zep import _records as records
+from adapters.zep._http import NotFound
+from adapters.zep._reads import ZepReads, at_instant
+from adapters.zep._shapes import KINDS, DateCondition, Graph, Kind, SearchFilters
+
+RRF_K = 60
+_BY_TYPE: dict[str, Kind] = {"fact": "edge", "entity": "node"}
+
+
+def kinds_for(types: Sequence[str]) -> tuple[Kind, ...]:
+    if not types:
+        return KINDS
+    return tuple(k for k in KINDS if any(_BY_TYPE.get(t, "episode") == k for t in types))
+
+
+def filters_for(query: RecallQuery, kind: Kind) -> SearchFilters:
+    dates: tuple[DateCondition, ...] = ()
+    if query.include == "active" and query.as_of is None:
+        dates = (DateCondition("invalid_at", "is_null"), DateCondition("expired_at", "is_null"))
+    meta: tuple[tuple[str, Any], ...] = ()
+    episode_types = [t for t in query.types if _BY_TYPE.get(t, "episode") == "episode"]
+    if kind == "episode" and len(episode_types) == 1:
+        meta = (("memfed_type", episode_types[0]),)
+    return SearchFilters(date_all_of=dates, metadata_eq=meta)
+
+
+class ZepRecall(ZepReads):
+    variant: str
+
+    async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
+        raise NotImplementedError
+
+    async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
+        for cond in query.filters:
+            select.check(cond)  # refused before anything is asked of Zep
+        answered = await asyncio.gather(*(self._recall_one(m, query) for m in memory_ids))
+        lists = [ranked for per_memory in answered for ranked in per_memory]
+        return RecallAnswer(hits=tuple(_fused(lists, query.limit)))
+
+    async def _recall_one(self, memory_id: str, query: RecallQuery
+                          ) -> builtins.list[tuple[Signal, builtins.list[Record]]]:
+        graph = await self._graph(memory_id)
+        if graph is None:
+            return []
+        signals: tuple[tuple[Signal, str | None], ...] = (("query", query.query), ("text", query.text))
+        asked = [(s, t) for s, t in signals if t]
+        kinds = kinds_for(query.types)
+        searches = [(signal, kind, words) for signal, words in asked for kind in kinds]
+        try:
+            found = await asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+        except NotFound:
+            if await self._vanished(memory_id, graph):
+                return []
+            raise
+        loaded: dict[str, builtins.list[records.Version]] | None = None
+        if query.filters or query.include == "all" or query.as_of is not None or (
+                self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
+            loaded = await self._load(memory_id)
+        out: list[tuple[Signal, list[Record]]] = []
+        for (signal, kind, _), items in zip(searches, found, strict=True):
+            ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]
+            out.append((signal, _kept(ranked, query)))
+        if query.filters:
+            assert loaded is not None
+            matching = [r for r in (at_instant(c, query.as_of) for c in loaded.values()) if r is not None
+                        and all(select.matches(r, cond) for cond in query.filters)]
+            matching.sort(key=select.order_key, reverse=True)
+            out.append(("filters", _kept(matching, query)))
+        return out
+
+    async def _search(self, graph: Graph, kind: Kind, words: str, query: RecallQuery) -> builtins.list[dict[str, Any]]:
+        call = self._dialect.search(graph, kind, words, max(query.limit, 10), filters_for(query, kind))
+        body = await self._send(call)
+        try:
+            hits: builtins.list[dict[str, Any]] = self._dialect.hits_from(body, kind)
+            return hits
+        except ValueError as exc:
+            raise ProviderUnavailable(f"zep answered a search in a shape memfed cannot read: {exc}") from exc
+
+    def _hit(self, memory_id: str, kind: Kind, item: Mapping[str, Any], query: RecallQuery,
+             loaded: Mapping[str, Sequence[records.Version]] | None) -> Record | None:
+        version = self._version(item, kind, memory_id)
+        if version is None:
+            if records.carried(item, self._carriers[kind]) is not None:
+                return None  # another memory's object: never answered here
+            version = records.zeps_own(item, kind, memory_id, lambda _: None)
+            if version is None:
+                return None
+        if loaded is not None:
+            chain = loaded.get(version.record.id)
+            return at_instant(chain, query.as_of) if chain else None
+        if _closed(version, self.variant):
+            return None
+        return version.record
+
+
+def _closed(version: records.Version, variant: str) -> bool:
+    """Whether the object itself says a later version closed it (v4 marks, v3 edges' expired_at)."""
+    item = version.item
+    if version.derived:
+        return version.record.status != "active"
+    if version.kind == "edge" and (item.get("expired_at") or item.get("invalid_at")) and variant == "v3":
+        return True
+    marks = item.get("metadata") if version.kind == "episode" else item.get("attributes")
+    return isinstance(marks, Mapping) and records.CLOSED in marks
+
+
+def _kept(ranked: Sequence[Record], query: RecallQuery) -> builtins.list[Record]:
+    """Each record once, at its best rank, as its newest version among the hits (two versions of one
+    record both unmarked can only follow a revise whose closing call failed)."""
+    place: dict[str, int] = {}
+    kept: list[Record] = []
+    for record in ranked:
+        if not select.visible(record, query.include) or (query.types and record.type not in query.types):
+            continue
+        at = place.get(record.id)
+        if at is None:
+            place[record.id] = len(kept)
+            kept.append(record)
+        elif record.version > kept[at].version:
+            kept[at] = record
+    return kept
+
+
+def _fused(lists: Sequence[tuple[Signal, Sequence[Record]]], limit: int) -> builtins.list[Hit]:
+    score: dict[tuple[str, str], float] = {}
+    why: dict[tuple[str, str], list[Signal]] = {}
+    shown: dict[tuple[str, str], Record] = {}
+    for signal, ranked in lists:
+        for rank, record in enumerate(ranked):
+            key = (record.memory_id, record.id)
+            score[key] = score.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+            if signal not in why.setdefault(key, []):
+                why[key].append(signal)
+            shown.setdefault(key, record)
+    order = sorted(score, key=lambda k: (-score[k], k))
+    signals = ("query", "text", "filters")
+    return [Hit(shown[k], score[k], tuple(s for s in signals if s in why[k])) for k in order[:limit]]

@@ -1,0 +1,32 @@
+"""Rows of the tree's tables as the values the gateway holds, and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.state.tree import MemoryNode
+from policies.access import PRIVILEGES, Grant
+
+
+def privileges_text(privileges: frozenset[str]) -> str:
+    return ",".join(p for p in PRIVILEGES if p in privileges)
+
+
+def privileges_of_text(text: str) -> frozenset[str]:
+    return frozenset(p for p in text.split(",") if p)
+
+
+def node_of_row(row: Any) -> MemoryNode:
+    return MemoryNode(row.id, row.name, row.description, row.parent_id, bool(row.restricted), row.provider,
+                      row.created_by, row.created_at, row.updated_at)
+
+
+def grant_of_row(row: Any) -> Grant:
+    return Grant(row.id, row.memory_id, row.principal, privileges_of_text(row.privileges), bool(row.implicit))
+
+
+def grant_row(grant: Grant, stamp: int) -> dict[str, Any]:
+    return {
+        "id": grant.id, "memory_id": grant.memory_id, "principal": grant.principal,
+        "privileges": privileges_text(grant.privileges), "implicit": grant.implicit, "created_at": stamp,
+    }
