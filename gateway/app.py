@@ -39,6 +39,7 @@ from gateway.api import (
     snapshots,
 )
 from gateway.api import queries as queries_api
+from gateway.api import ratification as ratification_api
 from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint, route
 from gateway.api.idempotency import Idempotency
@@ -84,6 +85,7 @@ def endpoints() -> list[Endpoint]:
         *agent.ENDPOINTS,
         *harnesses.ENDPOINTS,
         *queries_api.ENDPOINTS,
+        *ratification_api.ENDPOINTS,
     ]
 
 

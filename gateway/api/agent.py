@@ -18,6 +18,7 @@ from sqlalchemy import insert
 from starlette.responses import JSONResponse
 
 from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
+from adapters.context import ContextProvider
 from adapters.deriving import DerivingProvider
 from gateway.agent import outbox
 from gateway.agent import prime as priming
@@ -50,9 +51,22 @@ def _standing(records: Sequence[Record], memory_id: str) -> list[Record]:
     return kept[:STANDING_LIMIT]
 
 
+def _context_of(memory_id: str) -> Callable[[Provider], Awaitable[Sequence[Record]]]:
+    async def run(provider: Provider) -> Sequence[Record]:
+        if not isinstance(provider, ContextProvider):  # the provider changed under the request
+            raise Unsupported("The memory's provider has no context recall.")
+        return await provider.context_records(memory_id)
+    return run
+
+
 async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
-    """The memory's standing records, newest first. A provider that filters is asked for them; one
-    that does not is listed (newest first, bounded) and filtered here."""
+    """The memory's standing records, newest first. A provider with a context recall of its own
+    (adapters/context.py: a memory-provider plugin's budgeted Recall) is asked for what it would place,
+    in its order; one that filters is asked for them; one that does neither is listed (newest first,
+    bounded) and filtered here."""
+    if isinstance(handle_for(services, node).provider, ContextProvider):
+        placed = await on_provider(services, node, _context_of(node.id), read=True)
+        return [r for r in placed if r.memory_id == node.id][:STANDING_LIMIT]
     if "filters" in handle_for(services, node).capabilities().signals:
         query = RecallQuery(filters=(Condition("attributes.standing", "eq", True),), limit=STANDING_LIMIT)
         answer = await on_provider(services, node, lambda p: p.recall([node.id], query), read=True)

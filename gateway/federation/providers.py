@@ -182,6 +182,11 @@ class ProviderHandle:
             "timeout_seconds": self.config.timeout,
             "concurrency": self.config.concurrency,
         })
+        # What an adapter learns of its vendor only once connected (a plugin's declared types, scopes,
+        # ratification and hook points), under x.memfed.
+        extra = getattr(self.provider, "document_extra", None)
+        if callable(extra):
+            doc["x.memfed"].update(extra())
         return doc
 
 
