@@ -110,7 +110,7 @@ async def _serve(config: Config) -> int:
 async def _until_stopped(server: uvicorn.Server) -> int:
     try:
         await server.serve()
-    except SystemExit as exc:  # uvicorn exits this way when it cannot bind: said in its log line
-        return int(exc.code) if isinstance(exc.code, int) else FAILED
+    except SystemExit:  # uvicorn exits this way when it cannot bind, having said why in one log line
+        return FAILED
     return 0 if server.started else FAILED
 

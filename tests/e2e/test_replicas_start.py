@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -90,3 +91,17 @@ def test_a_start_that_fails_after_opening_its_providers_exits_instead_of_hanging
     reasons = [line for line in done.stderr.splitlines() if line.startswith("memfed: ")]
     assert len(reasons) == 1 and "audit journal" in reasons[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_stops_the_start_with_status_2_and_closes_what_it_opened(tmp_path: Path) -> None:
+    """Another socket listens on the port: the server's one error line says so, the state opened beside it is
+    closed again, and the process exits 2 without a traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMFED_")}
+        done = subprocess.run([*memfed_command(), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+                              capture_output=True, text=True, timeout=60, env=environment)
+    assert done.returncode == 2, done.stderr
+    assert "address already in use" in done.stderr and "Traceback" not in done.stderr

@@ -100,3 +100,21 @@ async def test_the_probes_need_no_credentials_and_name_nothing_of_the_tree_or_it
             assert secret not in answer.text
     assert {"/healthz", "/readyz"} <= set(spec["paths"])
     assert "security" not in spec["paths"]["/readyz"]["get"]
+
+
+async def test_an_open_breaker_is_shown_but_leaves_the_gateway_ready(tmp_path: Path) -> None:
+    """The embedded provider's breaker opened by failures in a row: /readyz still 200 (answers degrade; every
+    replica shares the vendor, so taking them all out would make an outage of a degraded answer), and says
+    `open` for that provider."""
+    config = from_mapping({}).with_overrides(data_dir=tmp_path / "data")
+    services = await open_services(config)
+    try:
+        breaker = services.providers["local"].breaker
+        for _ in range(breaker.threshold):
+            breaker.failed()
+        async with _client(create_app(config, services=services)) as client:
+            answer = await client.get("/readyz")
+    finally:
+        await services.close()
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["checks"]["providers"] == {"local": "open"}
