@@ -12,15 +12,16 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.clock import now_ms
 from gateway.ids import new_id
 from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
 from gateway.state.directory import Directory, GroupRow, Member, member_of_row
+from gateway.state.engine import chunks, open_engine
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
@@ -55,7 +56,7 @@ class StateStore:
         Its tables, those `schemas` create (the decision log's) and, given `first_admin` (a key, or "" for
         a new one), the first admin of an empty store are made under the startup lock (gateway/state/
         startup.py), so replicas starting together make them once; `first_admin` is what it made."""
-        engine = _engine(url, search_path)
+        engine = open_engine(url, search_path)
         try:
             async with engine.begin() as conn:
                 await startup.hold_startup_lock(conn)
@@ -74,7 +75,7 @@ class StateStore:
     @classmethod
     async def check_tree(cls, url: str, *, search_path: str | None = None) -> None:
         """StateCorrupt when the memories' parent links are not a tree; reads only those, creates nothing."""
-        engine = _engine(url, search_path)
+        engine = open_engine(url, search_path)
         try:
             await tree_writes.check_links(engine)
         finally:
@@ -336,7 +337,7 @@ class StateStore:
                 if claim is not None and not set(found) <= claim:
                     raise TreeRefused("busy", "Memories were added below this one while it was being deleted.")
                 ids = sorted(found)
-                for chunk in _chunks(ids, 500):
+                for chunk in chunks(ids, 500):
                     await conn.execute(delete(t.grants).where(t.grants.c.memory_id.in_(chunk)))
                     await conn.execute(delete(t.snapshots).where(t.snapshots.c.memory_id.in_(chunk)))
                     await conn.execute(delete(t.record_aliases).where(t.record_aliases.c.memory_id.in_(chunk)))
@@ -402,27 +403,3 @@ class StateStore:
         async with self.engine.begin() as conn:
             result = await conn.execute(delete(table).where(*(table.c[k] == v for k, v in where.items())))
         return int(result.rowcount or 0)
-
-
-def _engine(url: str, search_path: str | None) -> AsyncEngine:
-    kwargs: dict[str, Any] = {}
-    if url.startswith("postgresql") and search_path:
-        kwargs["connect_args"] = {"server_settings": {"search_path": search_path}}
-    engine = create_async_engine(url, **kwargs)
-    if url.startswith("sqlite"):
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers run beside a writer, and synchronous=NORMAL commits without an fsync per
-    # transaction (a commit survives a crash of the process; a power cut may lose the last few).
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
-
-
-def _chunks(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
