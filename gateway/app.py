@@ -222,7 +222,17 @@ async def begin_serving(app: Starlette, services: Services) -> None:
     if app.state.freeze_heap:
         gc.collect()
         gc.freeze()
+    app.state.readiness.checks["coherence"] = lambda: _caught_up(services)
     app.state.readiness.loaded(services)
+
+
+async def _caught_up(services: Services) -> str:
+    """Readiness of the tree: this instance has applied every change another instance wrote."""
+    try:
+        await services.store.catch_up()
+    except Exception:  # the state store check names an unreachable store; this only says it is not current
+        return "behind"
+    return "ok"
 
 
 async def end_serving(app: Starlette) -> None:

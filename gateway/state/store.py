@@ -25,6 +25,7 @@ from gateway.state.engine import chunks, open_engine
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
+from gateway.telemetry import metrics
 from policies.access import PRIVILEGES, Grant
 
 KEY_PREFIX = "mf_"
@@ -124,6 +125,7 @@ class StateStore:
             crossed = found.upto // coherence.PRUNE_EVERY != self.changes.seen // coherence.PRUNE_EVERY
             self.changes.seen = found.upto
             self.changes.applied_at = now_ms()
+            metrics.coherence_lag((self.changes.applied_at - found.newest_at) / 1000)
         if crossed:
             async with self.engine.begin() as conn:
                 await coherence.prune(conn)

@@ -47,6 +47,10 @@ class Metrics:
         self.deadline_misses = meter.create_counter(
             "memfed.recall.deadline.misses", unit="{call}",
             description="Recall calls to a provider that did not answer in time")
+        self.coherence_lag = meter.create_histogram(
+            "memfed.coherence.lag", unit="s",
+            description="From a change written by any instance to this instance applying it",
+            explicit_bucket_boundaries_advisory=_SECONDS_BUCKETS)
         self.audit_flushes = meter.create_histogram(
             "memfed.audit.flush.duration", unit="s", description="Committing the journal's batch to the log",
             explicit_bucket_boundaries_advisory=_SECONDS_BUCKETS)
@@ -111,6 +115,10 @@ def provider_call(provider: str, outcome: str, read: bool, seconds: float) -> No
 def recall_fanout(memories: int, providers: int) -> None:
     _current.fanout_memories.record(memories)
     _current.fanout_providers.record(providers)
+
+
+def coherence_lag(seconds: float) -> None:
+    _current.coherence_lag.record(max(0.0, seconds))
 
 
 def deadline_missed(provider: str) -> None:

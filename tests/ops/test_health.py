@@ -40,7 +40,8 @@ async def test_readiness_is_loading_then_ready_then_draining_and_only_ready_take
             ready = await client.get("/readyz")
             assert ready.status_code == 200, ready.text
             assert ready.json() == {"status": "ready", "checks": {
-                "state_store": "ok", "tree": "ok", "journal": "ok", "providers": {"local": "closed"}}}
+                "state_store": "ok", "tree": "ok", "journal": "ok", "coherence": "ok",
+                "providers": {"local": "closed"}}}
             assert (await client.get("/v1/uhp")).status_code == 200
 
             await end_serving(app)

@@ -168,3 +168,25 @@ async def second_gateway(config: Config) -> AsyncIterator[Callable[[str], httpx.
         for made in clients:
             await made.aclose()
         await services.close()
+
+
+async def test_applying_another_instances_change_records_the_coherence_lag(tmp_path: Path) -> None:
+    """The time from a change written on A to B applying it is a `memfed.coherence.lag` measurement."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from gateway.telemetry import metrics
+
+    reader = InMemoryMetricReader()
+    metrics.use(MeterProvider(metric_readers=[reader]))
+    try:
+        async with two_stores("sqlite", tmp_path) as (a, b):
+            await a.create_member("Ann", "human")
+            await b.catch_up()
+        data = reader.get_metrics_data()
+        assert data is not None
+        lags = [point for rm in data.resource_metrics for sm in rm.scope_metrics for metric in sm.metrics
+                if metric.name == "memfed.coherence.lag" for point in metric.data.data_points]
+        assert lags and lags[0].count == 1
+    finally:
+        metrics.use(None)
