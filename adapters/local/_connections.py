@@ -108,17 +108,15 @@ class LocalConnections:
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._locked() as db:
-            # IMMEDIATE takes the write lock up front, so two processes on one file wait rather than
-            # fail halfway when both read first and then try to write.
-            await db.execute("BEGIN IMMEDIATE")
             try:
+                # IMMEDIATE takes the write lock up front, so two processes on one file wait rather than
+                # fail halfway when both read first and then try to write.
+                await db.execute("BEGIN IMMEDIATE")
                 yield db
+                await db.execute("COMMIT")
             except BaseException:
-                # Some failures (a full disk) already rolled back; a second ROLLBACK would hide them.
-                if db.in_transaction:
-                    await db.execute("ROLLBACK")
+                await _settle(db)
                 raise
-            await db.execute("COMMIT")
 
     async def _checkpoint(self) -> bool:
         """Fold the write-ahead log into the file and empty it; False when a reader kept it from
@@ -126,6 +124,29 @@ class LocalConnections:
         async with self._locked() as db:
             rows = list(await db.execute_fetchall(CHECKPOINT))
         return not rows[0][0]
+
+
+async def _settle(db: aiosqlite.Connection) -> None:
+    """Leave the writer outside any transaction after a write failed or was cancelled at any await.
+
+    A cancelled await does not stop its statement: aiosqlite has already handed it to the connection's
+    thread, where it still runs (a BEGIN IMMEDIATE waiting for another process's lock begins once that
+    lock is released). So the state cannot be read here; a rollback is queued behind whatever was handed
+    over, runs after it on the same thread, and does nothing when no transaction is open (a failure that
+    already rolled back keeps its own error). The lock is held until it has run, even through a second
+    cancellation, so that no other write begins on a connection still inside this one's transaction.
+    """
+    cleanup = asyncio.ensure_future(db.rollback())
+    cancelled = False
+    while not cleanup.done():
+        try:
+            await asyncio.shield(cleanup)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not cleanup.done()
+        except sqlite3.Error:
+            break  # the rollback's own failure; the error that brought us here is the one to report
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def _private_file(path: Path) -> None:
