@@ -19,8 +19,18 @@ from typing import Self
 import aiosqlite
 
 from adapters.base import ProviderUnavailable
-from adapters.local._schema import SCHEMA, SCHEMA_VERSION, WRITE_ID_COLUMN, WRITE_ID_INDEX
-from adapters.local._sql import CHECKPOINT
+from adapters.local._schema import (
+    FILL_WORDS,
+    OLD_LIVE_INDEX,
+    SCHEMA,
+    SCHEMA_VERSION,
+    WORDS_COLUMN,
+    WORDS_INDEX,
+    WRITE_ID_COLUMN,
+    WRITE_ID_INDEX,
+    fts_words,
+)
+from adapters.local._sql import CHECKPOINT, idf
 
 READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
 
@@ -52,6 +62,7 @@ class LocalConnections:
         db = await aiosqlite.connect(str(path), isolation_level=None)
         try:
             db.row_factory = aiosqlite.Row
+            await _functions(db)
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             await db.execute("PRAGMA journal_mode = WAL")
             await db.execute("PRAGMA synchronous = NORMAL")
@@ -60,6 +71,7 @@ class LocalConnections:
             await db.execute("PRAGMA secure_delete = ON")
             await db.executescript(SCHEMA)
             await _add_write_ids(db)
+            await _add_words(db)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             await db.close()
@@ -69,6 +81,7 @@ class LocalConnections:
             for _ in range(READERS):
                 reader = await aiosqlite.connect(str(path), isolation_level=None)
                 reader.row_factory = aiosqlite.Row
+                await _functions(reader)
                 await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
                 await reader.execute("PRAGMA query_only = ON")
                 readers.append(reader)
@@ -162,6 +175,30 @@ def _private_file(path: Path) -> None:
         return
     os.fchmod(fd, 0o600)
     os.close(fd)
+
+
+async def _functions(db: aiosqlite.Connection) -> None:
+    """The SQL functions the provider's statements call: a version's length off the word index, and a
+    word's weight in a memory (SQLite's own math functions are a compile-time option)."""
+    await db.create_function("memfed_words", 1, fts_words, deterministic=True)
+    await db.create_function("memfed_idf", 2, idf, deterministic=True)
+
+
+async def _add_words(db: aiosqlite.Connection) -> None:
+    """A file from before per-memory ranking (schema version 2) gains each version's length, read off the
+    word index once, and the index recall's statistics read; new files get the index here too."""
+    columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(versions)")}
+    if "words" not in columns:
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.execute(WORDS_COLUMN)
+            await db.execute(FILL_WORDS)
+        except BaseException:
+            await _settle(db)
+            raise
+        await db.execute("COMMIT")
+    await db.execute(WORDS_INDEX)
+    await db.execute(OLD_LIVE_INDEX)
 
 
 async def _add_write_ids(db: aiosqlite.Connection) -> None:

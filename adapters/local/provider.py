@@ -385,6 +385,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         cursor = await db.execute(sql.INSERT, row)
         title, body = local_types.searchable(version)  # a registered type's projection is found by recall
         await db.execute(sql.INSERT_WORDS, (cursor.lastrowid, title, body))
+        await db.execute(sql.SET_WORDS, {"seq": cursor.lastrowid})
         # Read back through the same decoding as every read, so the caller gets exactly what `get` gives.
         return sql.record(row)
 
