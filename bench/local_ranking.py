@@ -7,7 +7,8 @@ and each kind of question it prints, side by side, p50 / p99 of R runs of:
 - "per-memory bm25": the statement recall runs now (adapters/local/_sql.py `recall_statement`), bm25 over
   the memory's own records;
 both on one plain sqlite3 connection, so the figures are the statements' alone; then the provider's whole
-`recall` (aiosqlite, decoding, fusion) for the second. Figures only; nothing is asserted.
+`recall` (aiosqlite, decoding, fusion) for the second. The three run in turns, so that each sees the same
+load on a shared machine. Figures only; nothing is asserted.
 
     .venv/bin/python bench/local_ranking.py [R]
 """
@@ -33,11 +34,12 @@ from adapters.local import _sql as sql
 WRITER = Writer("member", "mbr_bench", "agent")
 BIG, SMALL = "hmem_" + "b" * 32, "hmem_" + "5" * 32
 OTHERS = ["hmem_" + f"{n:032x}" for n in range(20)]
-SIZES = {BIG: 20_000, SMALL: 200, **{m: 1_000 for m in OTHERS}}
+SIZES = {BIG: 10_000, SMALL: 200, **{m: 500 for m in OTHERS}}
 QUESTIONS = {
     "query, 3 words": RecallQuery(query="renewal discount procurement", limit=10),
     "query, 1 common word": RecallQuery(query="renewal", limit=10),
     "text, 2 words": RecallQuery(text="discount terms", limit=10),
+    "query, 1 rarer word": RecallQuery(query="harbour", limit=10),
 }
 # The statement recall ran before per-memory ranking, for the baseline: FTS5's bm25 over its whole table.
 GLOBAL_BM25 = (
@@ -54,8 +56,10 @@ GLOBAL_BM25 = (
 def vocabulary(rng: random.Random) -> list[str]:
     syllables = ["ka", "lo", "mi", "ren", "tu", "vo", "sha", "pel", "dor", "quin", "ab", "est"]
     made = {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(3000)}
-    # The words the questions ask come first: the commonest, as a question's words often are.
-    return ["renewal", "discount", "procurement", "terms", "acme", *sorted(made)]
+    # Most of the questions' words come first, the commonest (a worst case: each is in most records);
+    # "harbour" is the 200th, in about one record in a hundred.
+    ranked = ["renewal", "discount", "procurement", "terms", "acme", *sorted(made)]
+    return [*ranked[:200], "harbour", *ranked[200:]]
 
 
 def seed(path: Path) -> int:
@@ -83,13 +87,10 @@ def seed(path: Path) -> int:
     return n
 
 
-def timed(runs: int, db: sqlite3.Connection, statement: str, params: dict[str, Any]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        db.execute(statement, params).fetchall()
-        samples.append(time.perf_counter() - began)
-    return samples
+def timed(db: sqlite3.Connection, statement: str, params: dict[str, Any]) -> float:
+    began = time.perf_counter()
+    db.execute(statement, params).fetchall()
+    return time.perf_counter() - began
 
 
 def ms(samples: list[float]) -> str:
@@ -105,7 +106,8 @@ async def main(runs: int) -> None:
         made = await LocalProvider.open(path)  # the schema, as the provider makes it
         await made.close()
         total = seed(path)
-        print(f"{total} records in {len(SIZES)} memories; big {SIZES[BIG]}, small {SIZES[SMALL]}, others 1000 each")
+        print(f"{total} records in {len(SIZES)} memories; big {SIZES[BIG]}, small {SIZES[SMALL]},"
+              f" {len(OTHERS)} others {SIZES[OTHERS[0]]} each")
         db = sqlite3.connect(path)
         db.row_factory = sqlite3.Row
         db.create_function("memfed_idf", 2, sql.idf, deterministic=True)
@@ -121,10 +123,12 @@ async def main(runs: int) -> None:
                     new = sql.recall_statement([memory], asked.signals(), query=asked.query, text=asked.text,
                                                filters=(), types=(), as_of=None, include="active", depth=50)
                     assert new is not None
-                    before = timed(runs, db, GLOBAL_BM25, old)
-                    after = timed(runs, db, *new)
-                    whole = []
-                    for _ in range(runs):
+                    before: list[float] = []
+                    after: list[float] = []
+                    whole: list[float] = []
+                    for _ in range(runs):  # in turns, so that both see the same load on a shared machine
+                        before.append(timed(db, GLOBAL_BM25, old))
+                        after.append(timed(db, *new))
                         began = time.perf_counter()
                         await provider.recall([memory], asked)
                         whole.append(time.perf_counter() - began)
@@ -135,4 +139,4 @@ async def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 30))
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 10))

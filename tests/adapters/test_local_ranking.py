@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,20 @@ async def test_removing_another_memorys_records_never_moves_a_score_or_an_order(
     before = await ranking(local, M1)
     await local.drop_memory(M2)
     assert await ranking(local, M1) == before
+
+
+async def test_in_a_recall_over_several_memories_each_keeps_its_own_order(
+    local: LocalProvider, stamps: Stamps
+) -> None:
+    """Asked over M1 and M2 at once, M1's records come in the order M1 alone gives them, however many of
+    M2's records hold the question's words."""
+    await seed_m1(local, stamps)
+    for n in range(30):
+        await local.remember(M2, stamps.record(f"apple crust {n} " + "filler " * (3 * n)))
+    for asked in ASKED:
+        alone = [hit.record.id for hit in (await local.recall([M1], asked)).hits]
+        together = await local.recall([M1, M2], replace(asked, limit=50))
+        assert [hit.record.id for hit in together.hits if hit.record.memory_id == M1] == alone, asked
 
 
 async def test_alone_in_its_file_a_memory_ranks_as_fts5s_own_bm25(tmp_path: Path, stamps: Stamps) -> None:
