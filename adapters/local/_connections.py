@@ -9,6 +9,7 @@ and folds the write-ahead log back into the file. `LocalProvider` inherits it, a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
@@ -49,6 +50,9 @@ class LocalConnections:
         # parallelism; it keeps the statements of one operation (read current, close it, append the next)
         # from interleaving with another's, which would otherwise see or break a half-written chain.
         self._lock = asyncio.Lock()
+        # The rollback a failed or cancelled write left queued on the writer (see `_writing`): whoever
+        # takes the lock next waits for it first.
+        self._cleanup: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(cls, path: str | Path, *, busy_timeout: float = 5.0) -> Self:
@@ -88,6 +92,7 @@ class LocalConnections:
         return cls(db, readers)
 
     async def close(self) -> None:
+        await self._settled()
         for reader in self._readers:
             await reader.close()
         await self._db.close()
@@ -112,6 +117,7 @@ class LocalConnections:
     async def _locked(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             try:
+                await self._settled()
                 yield self._db
             except sqlite3.Error as exc:
                 # The file is this provider's vendor: a locked, full or damaged file is the vendor
@@ -128,8 +134,26 @@ class LocalConnections:
                 yield db
                 await db.execute("COMMIT")
             except BaseException:
-                await _settle(db)
+                # A cancelled await does not stop its statement: aiosqlite has handed it to the
+                # connection's thread, where it still runs (a BEGIN IMMEDIATE waiting for another
+                # process's lock begins once that lock is released). So the transaction's state cannot be
+                # read here. A rollback is queued behind whatever was handed over and runs after it on
+                # the same thread; it does nothing when no transaction is open (a failure that already
+                # rolled back keeps its own error). The caller is not kept waiting for it (a timed-out
+                # write answers at its timeout); the next holder of the lock waits instead.
+                self._cleanup = asyncio.ensure_future(db.rollback())
                 raise
+
+    async def _settled(self) -> None:
+        """Wait (shielded: a cancelled waiter leaves it for the next) for a failed write's rollback."""
+        cleanup = self._cleanup
+        if cleanup is None:
+            return
+        # The rollback's own failure is not this caller's: the write that left it reported its error.
+        with contextlib.suppress(sqlite3.Error):
+            await asyncio.shield(cleanup)
+        if self._cleanup is cleanup:
+            self._cleanup = None
 
     async def _checkpoint(self) -> bool:
         """Fold the write-ahead log into the file and empty it; False when a reader kept it from
@@ -137,29 +161,6 @@ class LocalConnections:
         async with self._locked() as db:
             rows = list(await db.execute_fetchall(CHECKPOINT))
         return not rows[0][0]
-
-
-async def _settle(db: aiosqlite.Connection) -> None:
-    """Leave the writer outside any transaction after a write failed or was cancelled at any await.
-
-    A cancelled await does not stop its statement: aiosqlite has already handed it to the connection's
-    thread, where it still runs (a BEGIN IMMEDIATE waiting for another process's lock begins once that
-    lock is released). So the state cannot be read here; a rollback is queued behind whatever was handed
-    over, runs after it on the same thread, and does nothing when no transaction is open (a failure that
-    already rolled back keeps its own error). The lock is held until it has run, even through a second
-    cancellation, so that no other write begins on a connection still inside this one's transaction.
-    """
-    cleanup = asyncio.ensure_future(db.rollback())
-    cancelled = False
-    while not cleanup.done():
-        try:
-            await asyncio.shield(cleanup)
-        except asyncio.CancelledError:
-            cancelled = cancelled or not cleanup.done()
-        except sqlite3.Error:
-            break  # the rollback's own failure; the error that brought us here is the one to report
-    if cancelled:
-        raise asyncio.CancelledError
 
 
 def _private_file(path: Path) -> None:
@@ -193,10 +194,10 @@ async def _add_words(db: aiosqlite.Connection) -> None:
         try:
             await db.execute(WORDS_COLUMN)
             await db.execute(FILL_WORDS)
+            await db.execute("COMMIT")
         except BaseException:
-            await _settle(db)
+            await asyncio.shield(db.rollback())  # the connection is closed next: nothing else is queued
             raise
-        await db.execute("COMMIT")
     await db.execute(WORDS_INDEX)
     await db.execute(OLD_LIVE_INDEX)
 

@@ -36,6 +36,8 @@ async def assert_clean(provider: LocalProvider, stamps: Stamps) -> None:
     """No connection of the pool is inside a transaction once what was handed to it has run, the writer's
     lock is free, and a write and the reads after it succeed."""
     assert not provider._lock.locked()
+    async with provider._locked():
+        pass  # the next holder of the writer's lock: it waits for a rollback a cancelled write left
     for db in (provider._db, *provider._readers):
         await db.execute("SELECT 1")  # behind anything still queued on that connection's thread
         assert not db.in_transaction
