@@ -255,12 +255,14 @@ def recall_statement(
             f" FROM versions v WHERE {where} GROUP BY v.memory_id)"
         )
     for signal, phrases, every in worded:
+        # CROSS JOIN keeps the word index outermost. The planner may otherwise probe the match once per
+        # record of the memory, which measured about 30 times slower on a 20,000-record memory.
         branches = []
         for i, phrase in enumerate(phrases):
             params[f"{signal}_{i}"] = phrase
             branches.append(
                 f"SELECT {i} AS phrase, v.seq, v.memory_id, v.written_at, v.record_id, v.words, {_FREQUENCY} AS tf"
-                f" FROM versions_fts JOIN versions v ON v.seq = versions_fts.rowid"
+                f" FROM versions_fts CROSS JOIN versions v ON v.seq = versions_fts.rowid"
                 f" WHERE versions_fts MATCH :{signal}_{i} AND {where}"
             )
         ctes += [
