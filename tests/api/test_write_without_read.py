@@ -97,3 +97,22 @@ async def test_an_observe_by_a_writer_who_cannot_read_is_acknowledged_per_record
     seen = await reader.post(f"/v1/memories/{memory}/observe", json={"episodes": [{"content": "Seen episode."}]})
     assert seen.status_code == 201
     assert seen.json()["records"][0]["content"] == [{"type": "text", "text": "Seen episode."}]
+
+
+async def test_a_turn_recorded_for_an_agent_that_cannot_read_is_acknowledged(gateway: Any) -> None:
+    """A harness's finished turn is observed into its default memory: an agent that may write it but not
+    read it is answered with an acknowledgement of the episode, not the episode."""
+    agent_id, agent = await gateway.member("bot", "agent")
+    made = await gateway.admin.post("/v1/harnesses", json={"name": "desk", "agent_member_id": agent_id})
+    assert made.status_code == 201, made.text
+    harness = made.json()["id"]
+    memory = (await gateway.root("Inbox"))["id"]
+    await gateway.grant(memory, f"member:{agent_id}", "write")
+    settings = await agent.put(f"/v1/harnesses/{harness}/memories", json={"default_memory_id": memory})
+    assert settings.status_code == 200, settings.text
+    turn = await agent.post(f"/v1/harnesses/{harness}/turns",
+                            json={"parts": [{"type": "text", "text": "A turn kept blind.", "role": "user"}]})
+    assert turn.status_code == 201, turn.text
+    [episode] = turn.json()["records"]
+    acknowledged(episode, version=1, status="active")
+    assert "kept blind" not in turn.text
