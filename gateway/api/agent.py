@@ -29,7 +29,7 @@ from gateway.api._writes import write_intent
 from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
-from gateway.api.render import record_json
+from gateway.api.render import record_json, written_json
 from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.state import harness_schema as h
@@ -185,7 +185,7 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
     body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
     if stopped is None and not deferred:
         tree, principals = services.store.tree, call.principal.principals
-        body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
+        body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
         return JSONAnswer(body, status_code=201)
     job = await outbox.job_row(services, job_id)
     body.update(records=[], job={"id": job_id, "status": job.status if job is not None else "pending"})
@@ -209,7 +209,7 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
         except ApiError:
             written = None  # the provider is away or the records were erased since: the job says what was done
         if written is not None:
-            body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
+            body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
             return JSONAnswer(body, status_code=201)
     outbox.wake(services)
     body.update(records=[], job={"id": job.id, "status": job.status})

@@ -30,7 +30,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
-from gateway.api.render import page_json, record_json, unavailable_references
+from gateway.api.render import page_json, record_json, unavailable_references, written_json
 from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
@@ -89,11 +89,16 @@ async def remember(call: Call) -> dict[str, Any]:
     record = await call.services.files.naming(
         node.id, new.content, lambda: write_record(call, node, lambda p: p.remember(node.id, new)))
     call.services.written(node.id)
-    return render(call, record, node)
+    return render_written(call, record, node)
 
 
 def render(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
     return record_json(record, call.services.store.tree, call.principal.principals, node.id)
+
+
+def render_written(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
+    """A write's answer: the record only to a caller holding `read` (gateway/api/render.py `written_json`)."""
+    return written_json(record, call.services.store.tree, call.principal.principals, node.id)
 
 
 async def get_record(call: Call) -> dict[str, Any]:
@@ -150,7 +155,7 @@ async def revise(call: Call) -> dict[str, Any]:
     )
     record = await call.services.files.naming(node.id, revision.content or (), lambda: write_record(
         call, node, lambda p: p.revise(node.id, current.id, revision), record_id=current.id))
-    return render(call, record, node)
+    return render_written(call, record, node)
 
 
 async def forget(call: Call) -> dict[str, Any]:
@@ -164,7 +169,7 @@ async def forget(call: Call) -> dict[str, Any]:
     record = await write_record(call, node, lambda p: p.forget(node.id, current.id, writer, at, write_id=write_id),
                                 record_id=current.id)
     call.services.written(node.id)
-    return render(call, record, node)
+    return render_written(call, record, node)
 
 
 async def history(call: Call) -> dict[str, Any]:

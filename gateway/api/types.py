@@ -25,7 +25,7 @@ from gateway.api._calls import handle_for, on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_visible
 from gateway.api.models import Strict
-from gateway.api.records import now, render, writer_for
+from gateway.api.records import now, render_written, writer_for
 from gateway.errors import ApiError, invalid, unsupported
 
 log = logging.getLogger("memfed.api.types")
@@ -140,7 +140,7 @@ async def operate(call: Call) -> dict[str, Any]:
         "record_id": current.id,
         "type": current.type,
         "result": dict(outcome.result),
-        "record": render(call, outcome.record, node) if outcome.record is not None else None,
+        "record": render_written(call, outcome.record, node) if outcome.record is not None else None,
     }
 
 
