@@ -8,7 +8,6 @@ the error envelope.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -22,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.answers import JSONAnswer
+from gateway.api import limits
 from gateway.errors import ApiError
 from gateway.federation.writes import WriteIntent
 from gateway.identity.auth import Principal, authenticate
@@ -29,8 +29,6 @@ from gateway.ids import new_id
 from gateway.telemetry import annotate
 
 log = logging.getLogger("memfed.api")
-
-MAX_JSON_BYTES = 2 * 1024 * 1024
 
 
 @dataclass
@@ -173,16 +171,28 @@ def _parse_query(endpoint: Endpoint, request: Request) -> Any:
 async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
     if endpoint.body is None:
         return None
-    raw = await request.body()
-    if len(raw) > MAX_JSON_BYTES:
-        raise ApiError(413, "memfed_body_too_large", "The request body is too large.",
-                       detail={"max_bytes": MAX_JSON_BYTES})
-    try:
-        data = json.loads(raw) if raw.strip() else None
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
-    if data is None:
-        data = {}
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media and media != "application/json" and not media.endswith("+json"):
+        raise ApiError(415, "memfed_json_required", "This route reads a JSON body (Content-Type: "
+                       "application/json).", detail={"content_type": media[:100]})
+    declared = limits.declared_length(request.headers)
+    if declared is not None and declared > limits.MAX_JSON_BYTES:
+        raise limits.body_too_large()
+    # Counted while it streams: a chunked body has no length to trust, and is never held past the limit.
+    raw = bytearray()
+    async for chunk in limits.bounded(request.stream(), limits.MAX_JSON_BYTES, limits.body_too_large):
+        raw += chunk
+    request._body = bytes(raw)  # what request.body() answers from now on (the idempotency key's hash reads it)
+    if not raw.strip():
+        data: Any = {}  # no body at all: every field its default (a body of `null` is not this)
+    else:
+        try:
+            data = limits.loads(bytes(raw))
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
+    if (problem := limits.plain_problem(data)) is not None:
+        where, what = problem
+        raise ApiError(422, endpoint.invalid_code, f"{where or 'The body'} {what}.", param=where or None)
     try:
         return endpoint.body.model_validate(data)
     except ValidationError as exc:

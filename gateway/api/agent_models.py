@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field, field_validator, model_validator
 
+from gateway.api.limits import Attributes
 from gateway.api.models import PartIn, Strict
 
 MAX_EPISODES = 100
@@ -50,7 +49,7 @@ class EpisodeIn(Strict):
 
     content: str | list[PartIn]
     title: str | None = Field(default=None, max_length=300)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
 
     _content = field_validator("content")(_parts_limit)
 
@@ -61,7 +60,7 @@ class Observe(Strict):
     episodes: list[EpisodeIn] | None = Field(default=None, min_length=1, max_length=MAX_EPISODES)
     content: str | list[PartIn] | None = None
     title: str | None = Field(default=None, max_length=300)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
 
     @field_validator("content")
     @classmethod
@@ -87,4 +86,4 @@ class Turn(Strict):
 
     parts: list[PartIn] = Field(min_length=1, max_length=MAX_PARTS)
     title: str | None = Field(default=None, max_length=300)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from adapters.base import FilterOp
+from gateway.api.limits import Attributes, Instant, instant
 
 Privilege = Literal["read", "write", "create", "delete"]
 MemberType = Literal["human", "agent"]
@@ -129,8 +130,8 @@ class TimeIn(BaseModel):
     """Validity as the writer states it. written_at and invalidated_at are the server's and not read."""
 
     model_config = ConfigDict(extra="ignore")
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Instant | None = None
+    valid_to: Instant | None = None
 
 
 Content = str | list[PartIn]
@@ -139,7 +140,7 @@ Content = str | list[PartIn]
 class RecordFields(Strict):
     title: str | None = Field(default=None, max_length=300)
     content: Content | None = None
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
     references: list[ReferenceIn] | None = Field(default=None, max_length=100)
     time: TimeIn | None = None
     written_by: Any = Field(default=None, description="Ignored: the server stamps the writer.")
@@ -171,11 +172,11 @@ class Revise(RecordFields):
 class ListRecords(Page):
     type: str | None = Field(default=None, max_length=100)
     include: Include = "active"
-    as_of: datetime | None = None
+    as_of: Instant | None = None
 
 
 class GetRecord(Strict):
-    as_of: datetime | None = None
+    as_of: Instant | None = None
 
 
 class Erase(Strict):
@@ -206,11 +207,35 @@ class ConditionIn(Strict):
 
     @model_validator(mode="after")
     def _value(self) -> ConditionIn:
-        if self.op == "in" and not isinstance(self.value, list):
-            raise ValueError("op in takes a list value")
-        if self.op != "in" and isinstance(self.value, list | dict):
+        if self.op == "in":
+            if not isinstance(self.value, list):
+                raise ValueError("op in takes a list value")
+            if len(self.value) > 1000:
+                raise ValueError("op in takes at most 1000 values")
+            values = self.value
+        elif isinstance(self.value, list | dict):
             raise ValueError(f"op {self.op} takes a single value")
+        else:
+            values = [self.value]
+        if any(isinstance(v, list | dict) for v in values):
+            raise ValueError("a filter value is a string, number, boolean or null, not a list or object")
+        if self.field.startswith("time."):
+            for v in values:
+                _time_value(v)
         return self
+
+
+def _time_value(value: Any) -> None:
+    """A time.* filter compares instants: its value is an RFC 3339 date-time (or null for "not set")."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise ValueError("a time.* filter value is an RFC 3339 date-time string")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError("a time.* filter value is an RFC 3339 date-time string") from None
+    instant(moment)
 
 
 class Recall(Strict):
@@ -218,7 +243,7 @@ class Recall(Strict):
     text: str | None = Field(default=None, min_length=1, max_length=4000)
     filters: ConditionIn | list[ConditionIn] | None = None
     types: list[str] | None = Field(default=None, max_length=50)
-    as_of: datetime | None = None
+    as_of: Instant | None = None
     include: Include = "active"
     depth: int | None = Field(default=None, ge=0, le=1000)
     limit: int | None = Field(default=None, ge=1, le=200)

@@ -25,6 +25,7 @@ from adapters.base import (
     Revision,
     Writer,
 )
+from gateway.api import limits
 from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import erase_on_provider, write_intent, write_record
@@ -251,8 +252,8 @@ async def content_bytes(call: Call) -> Response:
     record = await with_alias(call.services, node, call.path["record_id"],
                               lambda rid: lambda p: p.get(node.id, rid), read=True)
     raw_index = call.path["index"]
-    index = int(raw_index) if raw_index.isdigit() else -1
-    if not 0 <= index < len(record.content) or record.content[index].file is None:
+    index = limits.ascii_index(raw_index)
+    if index is None or not 0 <= index < len(record.content) or record.content[index].file is None:
         raise ApiError(404, "memfed_part_not_found", "This record has no file part at that index.", param="index")
     part_file = record.content[index].file
     data = await call.services.files.read(part_file.id) if part_file else None
