@@ -40,7 +40,8 @@ from gateway.api import (
 )
 from gateway.api import queries as queries_api
 from gateway.api import types as types_api
-from gateway.api._endpoint import Endpoint, route
+from gateway.api._endpoint import Endpoint
+from gateway.api._endpoint import routes as api_routes
 from gateway.api.idempotency import Idempotency
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
@@ -128,7 +129,12 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     if status == 404:
         return ApiError(404, "memfed_route_not_found", "No such route.").response()
     if status == 405:
-        return ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        answer = ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        # RFC 9110: a 405 names the methods the route does take (Starlette puts them on the exception).
+        allow = (getattr(exc, "headers", None) or {}).get("Allow")
+        if allow:
+            answer.headers["allow"] = allow
+        return answer
     return ApiError(status, "memfed_http_error", str(getattr(exc, "detail", "error"))).response()
 
 
@@ -172,7 +178,7 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
             return getattr(holder["services"], name)
 
     lazy: Any = _Lazy()
-    routes: list[BaseRoute] = [route(e, lazy) for e in endpoints()]
+    routes: list[BaseRoute] = [*api_routes(endpoints(), lazy)]
     app = Starlette(
         routes=routes,
         lifespan=lifespan,

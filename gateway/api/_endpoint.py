@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +77,28 @@ class Endpoint:
     tags: tuple[str, ...] = field(default_factory=tuple)
 
 
+def routes(endpoints: Iterable[Endpoint], services: Any) -> list[Route]:
+    """One Starlette route per path, taking every method declared on it: a method the path does not
+    take is then a 405 whose `Allow` names all the ones it does (one route per method would name one)."""
+    by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    for endpoint in endpoints:  # first appearance keeps its place: literal paths stay before parameters
+        by_path.setdefault(endpoint.path, {})[endpoint.method] = _runner(endpoint, services)
+    return [_dispatching(path, runners) for path, runners in by_path.items()]
+
+
+def _dispatching(path: str, runners: dict[str, Callable[[Request], Awaitable[Response]]]) -> Route:
+    async def dispatch(request: Request) -> Response:
+        return await runners[request.method](request)
+
+    only = next(iter(runners.values())) if len(runners) == 1 else None
+    return Route(path, only or dispatch, methods=list(runners))
+
+
 def route(endpoint: Endpoint, services: Any) -> Route:
+    return Route(endpoint.path, _runner(endpoint, services), methods=[endpoint.method])
+
+
+def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[Response]]:
     async def run(request: Request) -> Response:
         started = time.perf_counter()
         request_id, client_request_id = new_id("request"), _client_request_id(request)
@@ -112,7 +133,7 @@ def route(endpoint: Endpoint, services: Any) -> Route:
         return response
 
     run.__name__ = endpoint.operation
-    return Route(endpoint.path, run, methods=[endpoint.method])
+    return run
 
 
 async def _invoke(endpoint: Endpoint, call: Call) -> Response:

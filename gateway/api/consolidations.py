@@ -32,6 +32,7 @@ from adapters.consolidation import CHANGE_KINDS, Change, ConsolidatingProvider, 
 from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
+from gateway.api.limits import cursor_number
 from gateway.api.models import Page, Strict
 from gateway.api.records import now
 from gateway.errors import ApiError, invalid, unsupported
@@ -263,7 +264,7 @@ def _encode(started_at: int, run_id: str) -> str:
 def _decode(cursor: str) -> tuple[int, str]:
     try:
         stamp, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        return int(stamp), run_id
+        return cursor_number(stamp), run_id
     except (ValueError, UnicodeDecodeError):
         raise invalid("The cursor is not one this server gave.", param="cursor") from None
 
@@ -294,7 +295,7 @@ async def list_changes(call: Call) -> dict[str, Any]:
     after = -1
     if query.cursor:
         try:
-            after = int(base64.urlsafe_b64decode(query.cursor.encode()).decode())
+            after = cursor_number(base64.urlsafe_b64decode(query.cursor.encode()).decode())
         except (ValueError, UnicodeDecodeError):
             raise invalid("The cursor is not one this server gave.", param="cursor") from None
     statement = (select(changes_t).where(changes_t.c.run_id == run.id, changes_t.c.seq > after)

@@ -10,6 +10,7 @@ from adapters.base import Provider
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin, require_visible, tree_change
+from gateway.api.limits import cursor_number
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
 from gateway.errors import ApiError, invalid, memory_not_found, unsupported
@@ -26,7 +27,7 @@ def decode_cursor(cursor: str | None) -> int:
         return 0
     try:
         kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        offset = int(value)
+        offset = cursor_number(value)
     except (ValueError, UnicodeDecodeError):
         raise ApiError(422, "memory_invalid", "The cursor is not one this server gave.", param="cursor") from None
     if kind != "o" or offset < 0:
