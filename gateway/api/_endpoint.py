@@ -75,6 +75,14 @@ class Endpoint:
     write: bool = False
     invalid_code: str = "memory_invalid"
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # Other success statuses the route answers (observe: 202 when the provider writes later).
+    also: tuple[int, ...] = ()
+    # The success answer's media type when it is not JSON ("*/*": the bytes' own type).
+    media: str = "application/json"
+    # A body that is not JSON (the import's NDJSON), declared for /openapi.json; read by the handler.
+    raw_body: str | None = None
+    # Error statuses beyond those /openapi.json derives from the declaration (gateway/api/openapi.py).
+    errors: tuple[int, ...] = ()
 
 
 def routes(endpoints: Iterable[Endpoint], services: Any) -> list[Route]:
@@ -110,6 +118,8 @@ def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[
             principal = await authenticate(request, services) if not endpoint.public else None
             if principal is not None:
                 annotate(member=principal.member_id)
+            if endpoint.write:
+                _check_idempotency_key(request)
             query = _parse_query(endpoint, request)
             body = await _parse_body(endpoint, request)
             call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
@@ -172,6 +182,14 @@ def _client_request_id(request: Request) -> str | None:
     return None
 
 
+def _check_idempotency_key(request: Request) -> None:
+    """A key given is 1 to 255 characters, as /openapi.json says: an empty one is not "no key"."""
+    given = request.headers.get("idempotency-key")
+    if given is not None and not 1 <= len(given) <= 255:
+        raise ApiError(422, "memfed_invalid_request", "An Idempotency-Key is 1 to 255 characters.",
+                       param="Idempotency-Key")
+
+
 def _parse_query(endpoint: Endpoint, request: Request) -> Any:
     if endpoint.query is None:
         if request.query_params:
@@ -215,7 +233,9 @@ async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
         where, what = problem
         raise ApiError(422, endpoint.invalid_code, f"{where or 'The body'} {what}.", param=where or None)
     try:
-        return endpoint.body.model_validate(data)
+        # Strict, as JSON Schema reads the document: `true` is not 1 and 1 is not "1". JSON mode still
+        # reads RFC 3339 strings as datetimes. The text is known to be bounded and plain by now.
+        return endpoint.body.model_validate_json(bytes(raw) if raw.strip() else b"{}", strict=True)
     except ValidationError as exc:
         raise _validation_error(exc, endpoint.invalid_code) from None
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator, model_validator
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from gateway.api.limits import Attributes
 from gateway.api.models import PartIn, Strict
@@ -28,8 +31,9 @@ class CreateHarness(Strict):
 class HarnessSettings(Strict):
     """Only the fields given change. `default_memory_id: null` clears the default."""
 
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
     default_memory_id: str | None = Field(default=None, min_length=1, max_length=200)
-    observe: bool | None = None
+    observe: bool | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
     def _something(self) -> HarnessSettings:
@@ -57,8 +61,9 @@ class EpisodeIn(Strict):
 class Observe(Strict):
     """`episodes`, or the shorthand of one: `content` (with `title` and `attributes`) at the top."""
 
-    episodes: list[EpisodeIn] | None = Field(default=None, min_length=1, max_length=MAX_EPISODES)
-    content: str | list[PartIn] | None = None
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["episodes"]}, {"required": ["content"]}]})
+    episodes: Annotated[list[EpisodeIn], Field(min_length=1, max_length=MAX_EPISODES)] | SkipJsonSchema[None] = None
+    content: str | list[PartIn] | SkipJsonSchema[None] = None
     title: str | None = Field(default=None, max_length=300)
     attributes: Attributes | None = None
 

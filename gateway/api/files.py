@@ -69,6 +69,6 @@ async def get_file(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/files", upload, "Upload a file (multipart: file, purpose).", "files.upload",
-             status=201, tags=("files",)),
+             status=201, raw_body="multipart/form-data", tags=("files",)),
     Endpoint("GET", "/v1/files/{file_id}", get_file, "One of your files.", "files.get", tags=("files",)),
 ]

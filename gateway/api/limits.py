@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from itertools import accumulate
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from gateway.errors import ApiError
 
@@ -142,7 +142,20 @@ def instant(moment: datetime) -> datetime:
     return moment
 
 
-Instant = Annotated[datetime, AfterValidator(instant),
+def _rfc3339(value: Any) -> Any:
+    """Only text names a time on the wire (a number, seconds since 1970 to pydantic, is refused), read
+    here, so that strict validation of a JSON body and lax reading of a query string agree."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not (len(value) >= 10 and value[:4].isdigit() and value[4] == "-"):
+        raise ValueError("a time is an RFC 3339 date-time string")
+    try:
+        return datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] in "Zz" else value)
+    except ValueError:
+        raise ValueError("a time is an RFC 3339 date-time string") from None
+
+
+Instant = Annotated[datetime, BeforeValidator(_rfc3339), AfterValidator(instant),
                     WithJsonSchema({"type": "string", "format": "date-time"})]
 
 

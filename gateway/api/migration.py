@@ -127,7 +127,7 @@ ENDPOINTS = [
              "Move every record to another provider, then switch the binding; old record ids keep resolving "
              "(admins).", "memories.migrate", body=Migrate, write=True, tags=("migration",)),
     Endpoint("GET", P + "/export", export, "Every record with all its versions, as NDJSON (admins).",
-             "memories.export", tags=("migration",)),
+             "memories.export", media=MEDIA_TYPE, tags=("migration",)),
     Endpoint("POST", P + "/import", import_, "Write records from NDJSON, each with all its versions (admins).",
-             "memories.import", write=True, tags=("migration",)),
+             "memories.import", write=True, raw_body=MEDIA_TYPE, tags=("migration",)),
 ]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from adapters.base import FilterOp
 from gateway.api.limits import Attributes, Instant, instant
@@ -14,6 +15,8 @@ Privilege = Literal["read", "write", "create", "delete"]
 MemberType = Literal["human", "agent"]
 Include = Literal["active", "all"]
 Name = Field(min_length=1, max_length=300)
+# What policies.access.principal_error accepts: member, group or an x.-prefixed kind, a colon, an id.
+PRINCIPAL_PATTERN = r"^(member|group|x\.[^:]+):.+$"
 Id = Field(min_length=1, max_length=200)
 
 
@@ -48,9 +51,11 @@ class CreateMemory(Strict):
 class UpdateMemory(Strict):
     """Only the fields given change; `parent_id: null` makes the memory a root (admins only)."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=300)
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+    # None is the "not given" default; null is refused (the validator below), so the schema omits it.
+    name: Annotated[str, Field(min_length=1, max_length=300)] | SkipJsonSchema[None] = None
     description: str | None = Field(default=None, max_length=4000)
-    restricted: bool | None = None
+    restricted: bool | SkipJsonSchema[None] = None
     parent_id: str | None = Field(default=None, min_length=1, max_length=200)
     provider: str | None = Field(default=None, min_length=1, max_length=100)
 
@@ -81,7 +86,8 @@ class ListMemories(Page):
 
 
 class CreateGrant(Strict):
-    principal: str = Field(min_length=3, max_length=200, description="<kind>:<id>, e.g. member:mbr_…")
+    principal: str = Field(min_length=3, max_length=200, pattern=PRINCIPAL_PATTERN,
+                           description="<kind>:<id>, e.g. member:mbr_…")
     privileges: list[Privilege] = Field(min_length=1, max_length=4)
 
 
@@ -99,7 +105,7 @@ class PartIn(BaseModel):
     """`text`, `file`, or an `x.`-prefixed part carried unchanged."""
 
     model_config = ConfigDict(extra="allow")
-    type: str = Field(min_length=1, max_length=100)
+    type: str = Field(min_length=1, max_length=100, pattern=r"^(text|file|x\..+)$")
     text: str | None = Field(default=None, max_length=200_000)
     file: FileIn | None = None
     role: Literal["user", "assistant", "system", "tool"] | None = None
@@ -156,6 +162,10 @@ class RecordFields(Strict):
 
 
 class Remember(RecordFields):
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["title"], "properties": {"title": {"type": "string", "minLength": 1}}},
+        {"required": ["content"], "properties": {"content": {"minLength": 1, "minItems": 1}}},
+    ]})
     type: str = Field(default="note", min_length=1, max_length=100)
 
     @model_validator(mode="after")
@@ -180,7 +190,7 @@ class GetRecord(Strict):
 
 
 class Erase(Strict):
-    record_ids: list[str] = Field(min_length=1, max_length=1000)
+    record_ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(min_length=1, max_length=1000)
 
 
 class Snapshot(Strict):
@@ -192,7 +202,8 @@ class Snapshot(Strict):
 
 
 class ConditionIn(Strict):
-    field: str = Field(min_length=1, max_length=200)
+    field: str = Field(min_length=1, max_length=200,
+                       pattern=r"^(type|attributes\..+|time\.(valid_from|valid_to|written_at|invalidated_at))$")
     op: FilterOp = "eq"
     value: Any = None
 
@@ -239,9 +250,12 @@ def _time_value(value: Any) -> None:
 
 
 class Recall(Strict):
-    query: str | None = Field(default=None, min_length=1, max_length=4000)
-    text: str | None = Field(default=None, min_length=1, max_length=4000)
-    filters: ConditionIn | list[ConditionIn] | None = None
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["query"]}, {"required": ["text"]},
+                                                           {"required": ["filters"]}]})
+    # None is "not given"; a signal given as null is not a signal, so the schema does not offer null.
+    query: Annotated[str, Field(min_length=1, max_length=4000)] | SkipJsonSchema[None] = None
+    text: Annotated[str, Field(min_length=1, max_length=4000)] | SkipJsonSchema[None] = None
+    filters: ConditionIn | list[ConditionIn] | SkipJsonSchema[None] = None
     types: list[str] | None = Field(default=None, max_length=50)
     as_of: Instant | None = None
     include: Include = "active"

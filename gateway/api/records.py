@@ -278,7 +278,7 @@ ENDPOINTS = [
     Endpoint("GET", P + "/{record_id}/history", history, "Every version of a record, oldest first.",
              "records.history", tags=("records",)),
     Endpoint("GET", P + "/{record_id}/content/{index}", content_bytes, "The bytes of one file part.",
-             "records.content", tags=("records",)),
+             "records.content", media="*/*", tags=("records",)),
     Endpoint("POST", "/v1/memories/{memory_id}/erase", erase,
              "erase: remove content for good; reports what could not be reached.", "records.erase", body=Erase,
              write=True, tags=("records",)),

@@ -25,7 +25,7 @@ def memfed_command() -> list[str]:
 
 class ServeProcess:
     def __init__(self, data_dir: Path, *, admin_key: str | None = None, config: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, ready_seconds: float = 30.0) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         command = [*memfed_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
@@ -40,7 +40,7 @@ class ServeProcess:
         self._log_file = self.log.open("wb")
         self.process = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT,
                                         env=environment)
-        self._wait_ready()
+        self._wait_ready(ready_seconds)
 
     def _wait_ready(self, seconds: float = 30.0) -> None:
         deadline = time.monotonic() + seconds
