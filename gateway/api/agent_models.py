@@ -74,6 +74,9 @@ class Observe(Strict):
 
     @model_validator(mode="after")
     def _one_form(self) -> Observe:
+        for name in ("episodes", "content"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null; leave it out")
         if (self.episodes is None) == (self.content is None):
             raise ValueError("give episodes, or content for a single episode (not both)")
         if self.episodes is not None and (self.title is not None or self.attributes is not None):

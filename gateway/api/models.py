@@ -264,6 +264,9 @@ class Recall(Strict):
 
     @model_validator(mode="after")
     def _a_signal(self) -> Recall:
+        for name in ("query", "text", "filters"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null; leave it out")
         if not (self.query or self.text or self.filters):
             raise ValueError("give at least one of query, text or filters")
         return self
