@@ -32,6 +32,7 @@ from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references
+from gateway.api.responses import ErasureOut, RecordList, RecordOut
 from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
@@ -268,18 +269,18 @@ ENDPOINTS = [
     Endpoint("POST", P, remember, "remember: write one record as stated.", "records.remember", body=Remember,
              status=201, write=True, tags=("records",)),
     Endpoint("GET", P, list_records, "List the records, paginated.", "records.list", query=ListRecords,
-             tags=("records",)),
+             response=RecordList, tags=("records",)),
     Endpoint("GET", P + "/{record_id}", get_record, "One record.", "records.get", query=GetRecord,
-             tags=("records",)),
+             response=RecordOut, tags=("records",)),
     Endpoint("PATCH", P + "/{record_id}", revise, "revise: write a new version.", "records.revise", body=Revise,
              write=True, tags=("records",)),
     Endpoint("DELETE", P + "/{record_id}", forget, "forget: close the record and keep its trace.",
              "records.forget", write=True, tags=("records",)),
     Endpoint("GET", P + "/{record_id}/history", history, "Every version of a record, oldest first.",
-             "records.history", tags=("records",)),
+             "records.history", response=RecordList, tags=("records",)),
     Endpoint("GET", P + "/{record_id}/content/{index}", content_bytes, "The bytes of one file part.",
              "records.content", media="*/*", tags=("records",)),
     Endpoint("POST", "/v1/memories/{memory_id}/erase", erase,
              "erase: remove content for good; reports what could not be reached.", "records.erase", body=Erase,
-             write=True, tags=("records",)),
+             response=ErasureOut, write=True, tags=("records",)),
 ]

@@ -9,6 +9,7 @@ import pytest
 
 from gateway.api.openapi import build
 from gateway.app import endpoints
+from tests.api.conftest import Gateway
 
 DOCUMENT = build(endpoints())
 
@@ -82,3 +83,38 @@ def test_limits_json_schema_can_state_are_in_the_schemas() -> None:
     assert not _valid(erase, {"record_ids": [""]})
     observe = _body_schema("POST", "/v1/memories/{memory_id}/observe")
     assert not _valid(observe, {"content": "x", "episodes": [{"content": "y"}]})
+
+
+def _answer_schema(method: str, path: str, status: str = "200") -> dict[str, Any]:
+    content = _operation(method, path)["responses"][status]["content"]["application/json"]["schema"]
+    assert "$ref" in content, (method, path, content)  # described by a model, not a bare object
+    return {**content, "components": DOCUMENT["components"]}
+
+
+async def test_answers_match_their_described_schemas(gateway: Gateway) -> None:
+    """The answers of the record, memory, recall and erase routes validate against the success schemas
+    the document gives them (built from gateway/api/responses.py)."""
+    memory = await gateway.root(description="d")
+    await gateway.child(gateway.admin, memory["id"], "Below")
+    upload = (await gateway.admin.post("/v1/files", files={"file": ("a.txt", b"x", "text/plain")})).json()
+    record = (await gateway.admin.post(f"/v1/memories/{memory['id']}/records", json={
+        "title": "t", "content": [{"type": "text", "text": "hello"}, {"type": "file", "file": {"id": upload["id"]}},
+                                  {"type": "x.note", "body": "own key"}],
+        "attributes": {"k": 1}, "time": {"valid_from": "2026-01-01T00:00:00Z"}})).json()
+    records, one = f"/v1/memories/{memory['id']}/records", f"/v1/memories/{memory['id']}/records/{record['id']}"
+    checks = [
+        ("GET", "/v1/memories/{memory_id}", await gateway.admin.get(f"/v1/memories/{memory['id']}")),
+        ("GET", "/v1/memories", await gateway.admin.get("/v1/memories")),
+        ("GET", "/v1/memories/{memory_id}/records", await gateway.admin.get(records)),
+        ("GET", "/v1/memories/{memory_id}/records/{record_id}", await gateway.admin.get(one)),
+        ("GET", "/v1/memories/{memory_id}/records/{record_id}/history", await gateway.admin.get(one + "/history")),
+        ("POST", "/v1/memories/{memory_id}/recall",
+         await gateway.admin.post(f"/v1/memories/{memory['id']}/recall", json={"query": "hello"})),
+        ("POST", "/v1/memories/{memory_id}/erase",
+         await gateway.admin.post(f"/v1/memories/{memory['id']}/erase", json={"record_ids": [record["id"]]})),
+    ]
+    for method, path, answer in checks:
+        assert answer.status_code == 200, (path, answer.text)
+        jsonschema.validate(answer.json(), _answer_schema(method, path))
+    recall = next(a for m, p, a in checks if p.endswith("/recall")).json()
+    assert recall["results"] and recall["children"]  # the schema was checked on a non-empty answer
