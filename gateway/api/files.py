@@ -10,6 +10,7 @@ from starlette.formparsers import MultiPartParser
 
 from gateway.api import limits
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.responses import StoredFileOut
 from gateway.errors import ApiError
 
 # What a multipart form adds around the file's bytes (boundaries, part headers, a `purpose` field).
@@ -69,6 +70,7 @@ async def get_file(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/files", upload, "Upload a file (multipart: file, purpose).", "files.upload",
-             status=201, raw_body="multipart/form-data", tags=("files",)),
-    Endpoint("GET", "/v1/files/{file_id}", get_file, "One of your files.", "files.get", tags=("files",)),
+             status=201, raw_body="multipart/form-data", response=StoredFileOut, tags=("files",)),
+    Endpoint("GET", "/v1/files/{file_id}", get_file, "One of your files.", "files.get", response=StoredFileOut,
+             tags=("files",)),
 ]

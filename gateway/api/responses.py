@@ -142,3 +142,65 @@ class ErasureOut(Open):
     memory_id: str
     erased: list[str]
     unreachable: list[str]
+
+
+class KeyRef(Open):
+    id: str
+
+
+class MemberOut(Open):
+    id: str
+    object: Literal["member"]
+    name: str
+    type: Literal["human", "agent"]
+    admin: bool
+    principal: str
+    groups: list[str]
+    created_at: int
+    keys: list[KeyRef] | None = None
+
+
+class KeyOut(Open):
+    id: str
+    object: Literal["api_key"]
+    member_id: str
+    key: str
+
+
+class Deleted(Open):
+    id: str
+    object: str
+    deleted: Literal[True]
+
+
+class GroupOut(Open):
+    id: str
+    object: Literal["group"]
+    name: str
+    principal: str
+    members: list[str]
+
+
+class GrantOut(Open):
+    id: str
+    object: Literal["memory.grant"]
+    memory_id: str
+    principal: str
+    privileges: list[Literal["read", "write", "create", "delete"]]
+    implicit: bool
+
+
+class GrantList(Open):
+    object: Literal["list"]
+    data: list[GrantOut]
+    next: str | None
+
+
+class StoredFileOut(Open):
+    id: str
+    object: Literal["file"]
+    filename: str
+    bytes: int = Field(ge=0)
+    media_type: str
+    purpose: str
+    created_at: int

@@ -116,5 +116,23 @@ async def test_answers_match_their_described_schemas(gateway: Gateway) -> None:
     for method, path, answer in checks:
         assert answer.status_code == 200, (path, answer.text)
         jsonschema.validate(answer.json(), _answer_schema(method, path))
+    member = (await gateway.admin.post("/v1/members", json={"name": "m", "type": "agent"})).json()
+    group = (await gateway.admin.post("/v1/groups", json={"name": "g"})).json()
+    kept = (await gateway.admin.post("/v1/files", files={"file": ("b.txt", b"y", "text/plain")})).json()
+    more = [
+        ("POST", "/v1/members/{member_id}/keys", "201", await gateway.admin.post(f"/v1/members/{member['id']}/keys")),
+        ("GET", "/v1/members/{member_id}", "200", await gateway.admin.get(f"/v1/members/{member['id']}")),
+        ("GET", "/v1/members/me", "200", await gateway.admin.get("/v1/members/me")),
+        ("PUT", "/v1/groups/{group_id}/members/{member_id}", "200",
+         await gateway.admin.put(f"/v1/groups/{group['id']}/members/{member['id']}")),
+        ("POST", "/v1/memories/{memory_id}/grants", "201", await gateway.admin.post(
+            f"/v1/memories/{memory['id']}/grants", json={"principal": f"group:{group['id']}", "privileges": ["read"]})),
+        ("GET", "/v1/memories/{memory_id}/grants", "200",
+         await gateway.admin.get(f"/v1/memories/{memory['id']}/grants")),
+        ("GET", "/v1/files/{file_id}", "200", await gateway.admin.get(f"/v1/files/{kept['id']}")),
+    ]
+    for method, path, status, answer in more:
+        assert str(answer.status_code) == status, (path, answer.text)
+        jsonschema.validate(answer.json(), _answer_schema(method, path, status))
     recall = next(a for m, p, a in checks if p.endswith("/recall")).json()
     assert recall["results"] and recall["children"]  # the schema was checked on a non-empty answer
