@@ -41,7 +41,8 @@ from gateway.api import (
 from gateway.api import queries as queries_api
 from gateway.api import ratification as ratification_api
 from gateway.api import types as types_api
-from gateway.api._endpoint import Endpoint, route
+from gateway.api._endpoint import Endpoint
+from gateway.api._endpoint import routes as api_routes
 from gateway.api.idempotency import Idempotency
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
@@ -144,7 +145,12 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     if status == 404:
         return ApiError(404, "memfed_route_not_found", "No such route.").response()
     if status == 405:
-        return ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        answer = ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        # RFC 9110: a 405 names the methods the route does take (Starlette puts them on the exception).
+        allow = (getattr(exc, "headers", None) or {}).get("Allow")
+        if allow:
+            answer.headers["allow"] = allow
+        return answer
     return ApiError(status, "memfed_http_error", str(getattr(exc, "detail", "error"))).response()
 
 
@@ -190,7 +196,7 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
             return getattr(holder["services"], name)
 
     lazy: Any = _Lazy()
-    routes: list[BaseRoute] = [route(e, lazy) for e in endpoints()]
+    routes: list[BaseRoute] = [*api_routes(endpoints(), lazy)]
     console = Console(lambda: holder["services"]) if config.console_enabled else None
     if console is not None:
         routes += console.routes()

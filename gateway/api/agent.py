@@ -281,7 +281,7 @@ ENDPOINTS = [
     Endpoint("GET", M + "/prime", prime, "The memory's standing records as fenced instructions, within a "
              "token budget.", "memories.prime", query=PrimeQuery, tags=("agent",)),
     Endpoint("POST", M + "/observe", observe, "observe: append episodes; the provider decides what to derive.",
-             "memories.observe", body=Observe, status=201, write=True, tags=("agent",)),
+             "memories.observe", body=Observe, status=201, also=(202,), write=True, tags=("agent",)),
     Endpoint("GET", M + "/jobs/{job_id}", get_job, "What an observe that answered 202 has written since.",
              "memories.job", tags=("agent",)),
 ]

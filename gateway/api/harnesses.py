@@ -241,5 +241,6 @@ ENDPOINTS = [
              "agent was granted, as fenced instructions within a token budget.", "harnesses.prime",
              query=PrimeQuery, tags=("harnesses",)),
     Endpoint("POST", H + "/{harness_id}/turns", record_turn, "Record a finished turn in the default memory "
-             "(when observe is on).", "harnesses.turn", body=Turn, status=201, write=True, tags=("harnesses",)),
+             "(when observe is on).", "harnesses.turn", body=Turn, status=201, also=(200, 202), write=True,
+             tags=("harnesses",)),
 ]

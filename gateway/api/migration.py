@@ -144,7 +144,7 @@ ENDPOINTS = [
              "How far the last migration of this memory started on this gateway has got (admins).",
              "memories.migrate_progress", tags=("migration",)),
     Endpoint("GET", P + "/export", export, "Every record with all its versions, as NDJSON (admins).",
-             "memories.export", tags=("migration",)),
+             "memories.export", media=MEDIA_TYPE, tags=("migration",)),
     Endpoint("POST", P + "/import", import_, "Write records from NDJSON, each with all its versions (admins).",
-             "memories.import", write=True, tags=("migration",)),
+             "memories.import", write=True, raw_body=MEDIA_TYPE, tags=("migration",)),
 ]

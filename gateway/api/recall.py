@@ -14,6 +14,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
 from gateway.api.render import place_json, record_json
+from gateway.api.responses import RecallOut
 from gateway.federation import fanout as federation
 from gateway.federation.plans import KeptPlan
 from policies import access
@@ -115,5 +116,5 @@ async def recall(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/recall", recall,
              "recall: search this memory and every readable memory below it.", "recall", body=Recall,
-             tags=("recall",)),
+             response=RecallOut, tags=("recall",)),
 ]
