@@ -128,30 +128,7 @@ _RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
     """One filter as SQL over alias `v`, with its parameters named after `name`."""
-    params: dict[str, Any] = {}
-    kind: str
-    if cond.field == "type":
-        column, kind = "v.type", "text"
-    elif cond.field.startswith("time."):
-        field = cond.field.removeprefix("time.")
-        if field not in TIME_FIELDS:
-            raise ProviderRejected(
-                f"cannot filter on {cond.field!r}: time fields are {', '.join(TIME_FIELDS)}"
-            )
-        column, kind = f"v.{field}", "time"
-        if field == "invalidated_at" and as_of_given:
-            # Compare with what the read shows: a version closed after `as_of` was open then.
-            column = "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)"
-    elif cond.field.startswith("attributes."):
-        key = cond.field.removeprefix("attributes.")
-        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
-        if not key or '"' in key:
-            raise ProviderRejected(f"cannot filter on {cond.field!r}")
-        params[f"{name}_path"] = f'$."{key}"'
-        column, kind = f"json_extract(v.attributes, :{name}_path)", "json"
-    else:
-        raise ProviderRejected(f"cannot filter on {cond.field!r}: fields are type, attributes.*, time.*")
-
+    column, kind, params = _column(cond.field, name, as_of_given)
     value, op, p = cond.value, cond.op, f":{name}"
     if op == "in":
         if isinstance(value, str | bytes) or not isinstance(value, Iterable):
@@ -168,15 +145,38 @@ def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[
         if value is None or isinstance(value, bool):
             raise ProviderRejected(f"{cond.field} {op}: expected a number, a string or an instant")
         params[name] = _operand(value, kind, cond.field)
-        guard = ""
-        if kind == "json":
-            # SQLite orders every number before every string; a range on numbers must not match words.
-            if isinstance(value, int | float):
-                guard = f"typeof({column}) IN ('integer', 'real') AND "
-            else:
-                guard = f"typeof({column}) = 'text' AND "
-        return f"{guard}{column} {_RANGE_SQL[op]} {p}", params
+        return f"{_range_guard(column, kind, value)}{column} {_RANGE_SQL[op]} {p}", params
     raise ProviderRejected(f"unknown filter op {op!r}")
+
+
+def _column(field: str, name: str, as_of_given: bool) -> tuple[str, str, dict[str, Any]]:
+    """The SQL a filter's field reads, the kind of its values (text, time, json) and any parameters."""
+    if field == "type":
+        return "v.type", "text", {}
+    if field.startswith("time."):
+        part = field.removeprefix("time.")
+        if part not in TIME_FIELDS:
+            raise ProviderRejected(f"cannot filter on {field!r}: time fields are {', '.join(TIME_FIELDS)}")
+        if part == "invalidated_at" and as_of_given:
+            # Compare with what the read shows: a version closed after `as_of` was open then.
+            return "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)", "time", {}
+        return f"v.{part}", "time", {}
+    if field.startswith("attributes."):
+        key = field.removeprefix("attributes.")
+        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
+        if not key or '"' in key:
+            raise ProviderRejected(f"cannot filter on {field!r}")
+        return f"json_extract(v.attributes, :{name}_path)", "json", {f"{name}_path": f'$."{key}"'}
+    raise ProviderRejected(f"cannot filter on {field!r}: fields are type, attributes.*, time.*")
+
+
+def _range_guard(column: str, kind: str, value: Any) -> str:
+    """SQLite orders every number before every string: a range on numbers must not match words."""
+    if kind != "json":
+        return ""
+    if isinstance(value, int | float):
+        return f"typeof({column}) IN ('integer', 'real') AND "
+    return f"typeof({column}) = 'text' AND "
 
 
 def _operand(value: Any, kind: str, field: str) -> Any:
