@@ -19,6 +19,7 @@ from gateway.clock import now_ms
 from gateway.ids import new_id
 from gateway.state import coherence
 from gateway.state import schema as t
+from gateway.state.directory import KEY_PREFIX, hash_key
 
 # pg_advisory_xact_lock(int, int): this constant and a hash of the schema, so gateways on other schemas of
 # the same database do not wait for each other.
@@ -41,8 +42,6 @@ async def make_first_admin(conn: AsyncConnection, given: str | None) -> tuple[st
     """On a database without members, the first admin and its key (`given`, or a new one): (member id, key
     secret). None when there are members already. Call it holding the startup lock, so that the count it
     reads is still true when it writes."""
-    from gateway.state.store import KEY_PREFIX, hash_key  # the store imports this module
-
     if (await conn.execute(select(func.count()).select_from(t.members))).scalar_one():
         return None
     member_id, stamp = new_id("member"), now_ms()

@@ -7,7 +7,6 @@ which groups, the tree) come from memory.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from gateway.clock import now_ms
 from gateway.ids import new_id
 from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
-from gateway.state.directory import Directory, GroupRow, Member, member_of_row
+from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
@@ -28,13 +27,7 @@ from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from gateway.telemetry import metrics
 from policies.access import PRIVILEGES, Grant
 
-KEY_PREFIX = "mf_"
 Creator = Callable[[AsyncConnection], Awaitable[None]]  # makes more tables, inside the startup transaction
-
-
-def hash_key(secret: str) -> str:
-    # API keys carry 256 bits of randomness, so a fast hash is enough: there is nothing to brute-force.
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 class StateStore:
