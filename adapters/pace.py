@@ -27,14 +27,16 @@ Why = Literal["slot", "budget"]
 class Pace:
     """One attempt of one gateway call: the vendor's clock and what was kept off it.
 
-    `clock` is the attempt's timeout (its deadline is pushed back by the time spent off the clock, up to
-    `limit`, a loop time); `off` the seconds kept off it; `cut_while` why it was off the clock when the
-    attempt was cut (None: the vendor's own time ran out)."""
+    `clock` is the attempt's timeout; while off the clock it runs to `limit` (the caller's, a loop
+    time) instead, and after, its deadline is where it was pushed back by the time spent. `off` is the
+    seconds kept off it; `cut_while` why it was off the clock when the attempt was cut (None: the
+    vendor's own time ran out); `stopped` whether it is off the clock now."""
 
     clock: asyncio.Timeout | None
     limit: float
     off: float = 0.0
     cut_while: Why | None = None
+    stopped: bool = False
 
 
 _current: ContextVar[Pace | None] = ContextVar("memfed_pace", default=None)
@@ -55,22 +57,28 @@ def leave(token: object) -> None:
 
 @contextmanager
 def off_the_clock(why: Why = "slot") -> Iterator[None]:
-    """The awaits inside are not the vendor's time: waiting for a slot, or a caller's own budget."""
+    """The awaits inside are not the vendor's time: waiting for a slot, or a caller's own budget. The
+    attempt's clock stops (only the caller's limit still holds) and starts again, where it was, after."""
     pace = _current.get()
-    if pace is None:
-        yield
+    if pace is None or pace.stopped:
+        yield  # outside a gateway call, or inside another stretch off the clock
         return
     loop = asyncio.get_running_loop()
     started = loop.time()
+    clock = pace.clock
+    due = clock.when() if clock is not None and not clock.expired() else None
+    if clock is not None and due is not None:
+        clock.reschedule(pace.limit)
+    pace.stopped = True
     try:
         yield
-    except asyncio.CancelledError:  # the gateway's clock (or the caller) cut the call in here
+    except asyncio.CancelledError:  # the caller's limit (or the caller) cut the call in here
         if pace.cut_while is None:
             pace.cut_while = why
         raise
     finally:
+        pace.stopped = False
         spent = loop.time() - started
         pace.off += spent
-        clock = pace.clock
-        if clock is not None and not clock.expired() and (when := clock.when()) is not None:
-            clock.reschedule(min(when + spent, pace.limit))
+        if clock is not None and due is not None and not clock.expired():
+            clock.reschedule(min(due + spent, pace.limit))

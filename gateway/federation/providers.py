@@ -123,16 +123,16 @@ class ProviderHandle:
         fault: ProviderError | None = None
         for _ in range(2 if read else 1):
             outer = deadline if deadline is not None else loop.time() + timeout + self.queue_seconds
-            if fault is not None and outer <= loop.time():
-                break  # no time left for the retry
+            if fault is not None and outer - loop.time() < timeout:
+                break  # a retry is made only when a whole call still fits in the deadline
             try:
                 return await self._attempt(fn, timeout, outer, "deadline" if deadline is not None else "busy")
-            except CircuitOpen:
+            except (CircuitOpen, Missed):
                 if fault is not None:
-                    raise fault from None  # the first failure opened the breaker: that is the cause
+                    raise fault from None  # the first failure (it may have opened the breaker) is the cause
                 raise
-            except (ProviderRateLimited, ProviderUnauthorized, Missed):
-                raise  # retrying would not help: the vendor said wait, refused the key, or time is up
+            except (ProviderRateLimited, ProviderUnauthorized):
+                raise  # retrying would not help: the vendor said wait, or refused memfed's key
             except (ProviderTimeout, ProviderUnavailable) as exc:
                 fault = exc
         assert fault is not None  # the loop returns, raises, or leaves with the failure it had
