@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from adapters import degraded as entries
 from adapters.base import Page, Provider, Record
 from gateway.api._calls import on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
@@ -35,13 +36,13 @@ async def _scope_records(call: Call, memory_ids: tuple[str, ...], degraded: list
         cursor: str | None = None
         while True:
             if len(found) >= SCAN_LIMIT:
-                degraded.append(f"graph:scan_capped_at_{SCAN_LIMIT}_records")
+                degraded.append(entries.entry("graph", f"scan_capped_at_{SCAN_LIMIT}_records"))
                 return found
             try:
                 page = await on_provider(call.services, node, _lister(memory_id, cursor), read=True)
             except ApiError as error:
                 detail = error.detail if isinstance(error.detail, dict) else {}
-                degraded.append(f"provider:{node.provider}:{detail.get('reason', 'unavailable')}")
+                degraded.append(entries.provider_entry(node.provider, str(detail.get("reason", "unavailable"))))
                 break
             for record in page.items:
                 found[(memory_id, record.id)] = record
@@ -141,7 +142,7 @@ async def graph(call: Call) -> dict[str, Any]:
                 edge["available"] = False
             edges.append(edge)
     if truncated:
-        degraded.append(f"graph:truncated_at_{body.limit}_nodes")
+        degraded.append(entries.entry("graph", f"truncated_at_{body.limit}_nodes"))
     return {"object": "memory.graph", "nodes": nodes, "edges": edges, "truncated": truncated,
             "degraded": list(dict.fromkeys(degraded))}
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from adapters import degraded as entries
 from adapters.base import Condition, RecallQuery
 from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
@@ -103,8 +104,10 @@ async def recall(call: Call) -> dict[str, Any]:
             "score": fed.score,
             "why": list(fed.hit.why),
         })
-    pending = [*(("children:counts_pending",) if any(counts.get(c.id) is None for c in child_nodes) else ()),
-               *(("parent:count_pending",) if parent_node and counts.get(parent_node.id) is None else ())]
+    pending = [*((entries.entry("children", "counts_pending"),) if any(counts.get(c.id) is None for c in child_nodes)
+                 else ()),
+               *((entries.entry("parent", "count_pending"),) if parent_node and counts.get(parent_node.id) is None
+                 else ())]
     out: dict[str, Any] = {
         "object": "memory.recall",
         "results": results,
