@@ -35,7 +35,7 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.api.conftest import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 from tests.e2e._process import free_port
 
 KEY = "bench-vendor-key"

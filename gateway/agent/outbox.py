@@ -37,7 +37,6 @@ import contextlib
 import json
 import logging
 import secrets
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +62,7 @@ from adapters.base import (
     part_from_json,
     part_to_json,
 )
+from gateway.clock import now_ms
 from gateway.federation.writes import maybe_applied
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
@@ -76,10 +76,6 @@ BACKOFF_CAP = 300.0
 POLL = 5.0  # the worker looks at least this often (rows written by another process, schedules)
 BATCH = 100
 MAX_ATTEMPTS = 8  # sends that reached the provider and failed, before a row is given up as failed
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)

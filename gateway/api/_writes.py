@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from adapters.base import Erasure, ErasureIncomplete, Provider, ProviderError, Record
 from gateway.api._calls import handle_for, provider_failure
 from gateway.api._endpoint import Call
+from gateway.clock import now_ms
 from gateway.errors import ApiError
 from gateway.federation.providers import ProviderHandle
 from gateway.federation.writes import (
@@ -25,7 +26,6 @@ from gateway.federation.writes import (
     find_written,
     maybe_applied,
     new_write_id,
-    now_ms,
     settle_ms,
 )
 from gateway.state.tree import MemoryNode

@@ -29,9 +29,9 @@ from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import record_json
+from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.state import harness_schema as h
-from gateway.state.store import now_ms
 from gateway.state.tree import MemoryNode
 from policies import access
 

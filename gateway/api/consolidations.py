@@ -19,9 +19,8 @@ import asyncio
 import base64
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -34,6 +33,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Page, Strict
 from gateway.api.records import now
+from gateway.clock import now_ms, rfc3339_or_none
 from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
@@ -55,18 +55,10 @@ class StartRun(Strict):
     budget: int | None = Field(default=None, ge=1, le=1_000_000_000)
 
 
-def _ms() -> int:
-    return int(time.time() * 1000)
-
-
 def _instant(moment: datetime | None) -> str | None:
     """`read.through` to the microsecond: the next run resumes strictly after it, so a coarser stamp
     would read again (and, on a small budget, stop again at) what was read last."""
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return rfc3339_or_none(moment, "microseconds")
 
 
 def _busy(run_id: str, message: str = "A consolidation run is changing this memory.") -> ApiError:
@@ -141,7 +133,7 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
     run_id = new_id("consolidation")
     services.busy[node.id] = run_id  # claimed before the first await, so two starts cannot both pass
     try:
-        stamp = _ms()
+        stamp = now_ms()
         # A run another process still runs holds the memory too; one whose process died is failed here.
         for row in await _select(services, runs_t.c.memory_id == node.id, runs_t.c.status.in_(("queued", "running"))):
             if row.started_at > stamp - STALE_MS:
@@ -187,7 +179,7 @@ async def _finish(services: Any, node_id: str, run_id: str, changes: Sequence[Ch
                     {"run_id": run_id, "seq": i, "record_id": c.record_id, "kind": c.kind, "version": c.version,
                      "reverted": False} for i, c in enumerate(changes)])
             await conn.execute(update(runs_t).where(runs_t.c.id == run_id).values(
-                finished_at=_ms(), changes=json.dumps(_summary(changes)), **values))
+                finished_at=now_ms(), changes=json.dumps(_summary(changes)), **values))
     finally:
         if services.busy.get(node_id) == run_id:
             del services.busy[node_id]

@@ -24,10 +24,11 @@ from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery,
 from gateway.api.guard import require_admin
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import page_json
+from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
-from gateway.state.store import StateStore, now_ms
+from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
 

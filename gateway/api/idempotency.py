@@ -31,10 +31,11 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 
 from gateway.answers import JSONAnswer
+from gateway.clock import now_ms
 from gateway.errors import ApiError
 from gateway.federation.writes import Retry, WriteIntent, new_write_id
 from gateway.state import idempotency_keys as keys
-from gateway.state.store import StateStore, now_ms
+from gateway.state.store import StateStore
 
 log = logging.getLogger("memfed.idempotency")
 

@@ -37,10 +37,10 @@ from gateway.api.query_models import (
     validate_params,
 )
 from gateway.api.render import page_json, place_json, record_json
+from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.state import query_schema as q
-from gateway.state.store import now_ms
 from gateway.state.tree import MemoryNode
 from policies import access
 

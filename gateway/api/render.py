@@ -8,20 +8,17 @@ and child counts count only the children the reader can see.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from adapters.base import Part, Record, Reference, part_to_json
+from gateway.clock import rfc3339_or_none
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
 
 
 def iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return rfc3339_or_none(moment)
 
 
 def memory_json(

@@ -14,10 +14,10 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Snapshot
 from gateway.api.render import iso, page_json
+from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.ids import new_id
 from gateway.state import schema as t
-from gateway.state.store import now_ms
 
 
 def snapshot_json(row: Any) -> dict[str, Any]:

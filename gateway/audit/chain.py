@@ -182,36 +182,46 @@ class ChainChecker:
     def feed(self, entry: Mapping[str, Any]) -> bool:
         if self.problem is not None:
             return False
-        seq, prev, expect = entry.get("seq"), entry.get("prev_hash"), self.expect
-        if not isinstance(seq, int) or seq < expect:
-            return self._fail(expect, f"entry {seq!r} is repeated or out of order where entry {expect} belongs")
-        if seq > expect:
-            return self._fail(expect, f"{_span(expect, seq - 1)} missing (deleted or moved)")
-        if prev != self.prev:
-            back = self._seen.get(prev) if isinstance(prev, str) else None
-            if back is not None and back < seq - 1:
-                note = f"{_span(back + 1, seq - 1)} inserted: entry {seq} links to entry {back}"
-                return self._fail(back + 1, note)
-            return self._fail(
-                seq,
-                f"entry {seq} does not link to entry {seq - 1}: an entry was deleted before it or entries "
-                "were reordered",
-            )
-        if chain_hash(entry) != entry.get("hash"):
-            return self._fail(seq, f"entry {seq} does not match its hash: it was edited")
-        if entry.get("coverage") is not None and (problem := covers_problem(entry["coverage"], entry.get("covers"))):
-            return self._fail(seq, f"entry {seq}: {problem}")
-        if self._seal is not None and (problem := self._seal_problem(seq, entry)):
-            return self._fail(seq, problem)
-        if self._anchor is not None and seq == self._anchor.seq and entry.get("hash") != self._anchor.hash:
-            return self._fail(seq, f"entry {seq} is not the one {self._anchor_name} recorded: the chain was "
-                                   "rewritten")
-        self.prev, self.expect, self.checked = str(entry["hash"]), expect + 1, self.checked + 1
-        self._seen[self.prev] = seq
+        seq = entry.get("seq")
+        broken = self._link_problem(seq, entry.get("prev_hash"))
+        if broken is None and isinstance(seq, int):
+            problem = self._content_problem(seq, entry)
+            broken = (seq, problem) if problem is not None else None
+        if broken is not None:
+            return self._fail(*broken)
+        self.prev, self.expect, self.checked = str(entry["hash"]), self.expect + 1, self.checked + 1
+        self._seen[self.prev] = self.expect - 1
         self._order.append(self.prev)
         if len(self._order) > self._remember:
             self._seen.pop(self._order.popleft(), None)
         return True
+
+    def _link_problem(self, seq: Any, prev: Any) -> tuple[int, str] | None:
+        """Where and how an entry fails to follow the last one: missing, repeated, inserted or relinked."""
+        expect = self.expect
+        if not isinstance(seq, int) or seq < expect:
+            return expect, f"entry {seq!r} is repeated or out of order where entry {expect} belongs"
+        if seq > expect:
+            return expect, f"{_span(expect, seq - 1)} missing (deleted or moved)"
+        if prev == self.prev:
+            return None
+        back = self._seen.get(prev) if isinstance(prev, str) else None
+        if back is not None and back < seq - 1:
+            return back + 1, f"{_span(back + 1, seq - 1)} inserted: entry {seq} links to entry {back}"
+        return seq, (f"entry {seq} does not link to entry {seq - 1}: an entry was deleted before it or entries "
+                     "were reordered")
+
+    def _content_problem(self, seq: int, entry: Mapping[str, Any]) -> str | None:
+        """What is wrong with a well-linked entry itself: its hash, coverage set, seal, or the anchor."""
+        if chain_hash(entry) != entry.get("hash"):
+            return f"entry {seq} does not match its hash: it was edited"
+        if entry.get("coverage") is not None and (problem := covers_problem(entry["coverage"], entry.get("covers"))):
+            return f"entry {seq}: {problem}"
+        if self._seal is not None and (problem := self._seal_problem(seq, entry)):
+            return problem
+        if self._anchor is not None and seq == self._anchor.seq and entry.get("hash") != self._anchor.hash:
+            return f"entry {seq} is not the one {self._anchor_name} recorded: the chain was rewritten"
+        return None
 
     def _seal_problem(self, seq: int, entry: Mapping[str, Any]) -> str | None:
         if self._seal is None:
@@ -241,35 +251,52 @@ class ChainChecker:
         """Close the check against the recorded head (None: no head record; `headless`: an export, which
         has none to check) and the anchor."""
         last = self.expect - 1
-        if self.problem is None and self._anchor is not None and self._anchor.seq > last:
-            self._fail(last + 1, f"{_span(last + 1, self._anchor.seq)} missing, which {self._anchor_name} recorded "
-                                 "(the log was cut, emptied or put back to an earlier state)")
-        genesis = self._genesis
-        if self.problem is None and self._seal is not None and isinstance(genesis, Genesis):
-            if last < genesis.seq:
-                self._fail(last + 1, f"{_span(last + 1, genesis.seq)} missing: the log ends before the entry "
-                                     "sealing began at (it was emptied or cut)")
-            elif head is None:
-                self._fail(None, "the sealed record of the chain's head is missing: entries cut from the end "
-                                 "would not show")
-        elif self.problem is None and self._seal is not None and not self._sealed_from:
-            self._fail(None, "no entry carries this log's seal: its seals were stripped, or it was never sealed "
-                             "with this key")
-        if self.problem is None and head is not None:
-            if head.seq > last:
-                self._fail(last + 1, f"{_span(last + 1, head.seq)} missing from the end (deleted)")
-            elif head.seq < last:
-                self._fail(head.seq + 1, f"{_span(head.seq + 1, last)} past the recorded head (inserted)")
-            elif last and head.hash != self.prev:
-                self._fail(last, f"entry {last} does not match the recorded head: it or the head was altered")
-            elif self._seal is not None and self._sealed_from and not self._seal.holds(
-                    self._seal.head(head.seq, head.hash), head.seal):
-                self._fail(last, "the recorded head does not carry this log's seal: the end of the chain was "
-                                 "rewritten or cut")
-        elif self.problem is None and last > 0 and not headless:
-            self._fail(None, "the record of the chain's head is missing: entries cut from the end would not show")
+        for check in (self._anchor_end_problem, self._seal_end_problem):
+            if self.problem is None and (broken := check(last, head)) is not None:
+                self._fail(*broken)
+        if self.problem is None and (broken := self._head_problem(last, head, headless)) is not None:
+            self._fail(*broken)
         sealed = self._sealed_from if self._seal is not None and self.problem is None else None
         return VerifyReport(self.problem is None, self.checked, self.broken_at, self.problem, sealed or None)
+
+    def _anchor_end_problem(self, last: int, head: Head | None) -> tuple[int | None, str] | None:
+        if self._anchor is None or self._anchor.seq <= last:
+            return None
+        return last + 1, (f"{_span(last + 1, self._anchor.seq)} missing, which {self._anchor_name} recorded "
+                          "(the log was cut, emptied or put back to an earlier state)")
+
+    def _seal_end_problem(self, last: int, head: Head | None) -> tuple[int | None, str] | None:
+        """A sealed log must reach the entry sealing began at and keep its sealed head."""
+        if self._seal is None:
+            return None
+        genesis = self._genesis
+        if not isinstance(genesis, Genesis):
+            unsealed = "no entry carries this log's seal: its seals were stripped, or it was never sealed with this key"
+            return None if self._sealed_from else (None, unsealed)
+        if last < genesis.seq:
+            return last + 1, (f"{_span(last + 1, genesis.seq)} missing: the log ends before the entry "
+                              "sealing began at (it was emptied or cut)")
+        if head is None:
+            return None, "the sealed record of the chain's head is missing: entries cut from the end would not show"
+        return None
+
+    def _head_problem(self, last: int, head: Head | None, headless: bool) -> tuple[int | None, str] | None:
+        """The chain must end exactly at the recorded head (an export has none: only the anchor checks it)."""
+        if head is None:
+            if last > 0 and not headless:
+                return None, "the record of the chain's head is missing: entries cut from the end would not show"
+            return None
+        if head.seq > last:
+            return last + 1, f"{_span(last + 1, head.seq)} missing from the end (deleted)"
+        if head.seq < last:
+            return head.seq + 1, f"{_span(head.seq + 1, last)} past the recorded head (inserted)"
+        if last and head.hash != self.prev:
+            return last, f"entry {last} does not match the recorded head: it or the head was altered"
+        if self._seal is not None and self._sealed_from and not self._seal.holds(
+                self._seal.head(head.seq, head.hash), head.seal):
+            return last, ("the recorded head does not carry this log's seal: the end of the chain was rewritten "
+                          "or cut")
+        return None
 
 
 def verify_lines(lines: Iterable[str], seal: Seal | None = None, anchor: Head | None = None) -> VerifyReport:

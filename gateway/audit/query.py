@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.audit.chain import COVERED, FIELDS
 from gateway.audit.store import coverage_items_table, decode_covers, entries_table, link, load_coverage
+from gateway.clock import rfc3339
 
 DECISIONS = ("allow", "deny")
 ENTRY = (*FIELDS, "client_request_id", "part", "coverage")  # a decision as a reader gets it
@@ -60,8 +61,7 @@ class InvalidCursor(ValueError):
 
 def stamp(at: datetime) -> str:
     """RFC 3339 UTC with milliseconds, the form `at` is stored and compared in."""
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
+    return rfc3339(at)
 
 
 def _cursor(seq: int, part: int, newest_first: bool) -> str:
@@ -121,42 +121,64 @@ def decisions(entry: dict[str, Any], covers: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _window(base: Any, boundary: int | None, inclusive: bool, newest: bool) -> Any:
+    """The next batch of `base` past `boundary` in reading order (from it, when `inclusive`)."""
+    seq = entries_table.c.seq
+    if boundary is None:
+        return base
+    if newest:
+        return base.where(seq <= boundary if inclusive else seq < boundary)
+    return base.where(seq >= boundary if inclusive else seq > boundary)
+
+
+async def _decode_missing(conn: Any, entries: list[dict[str, Any]], bodies: MutableMapping[str, Any]) -> None:
+    """Load into `bodies` the coverage sets `entries` name that are not decoded yet."""
+    missing = {e["coverage"] for e in entries if "coverage" in e and e["coverage"] not in bodies}
+    if missing:
+        stored = await load_coverage(conn, missing)
+        bodies.update({d: decode_covers(stored.get(d)) for d in missing})
+
+
+def _handed_out(one: dict[str, Any], position: tuple[int, int] | None, newest: bool) -> bool:
+    """Whether the page before (ending at `position`) already held this decision."""
+    if position is None or one["seq"] != position[0]:
+        return False
+    return bool(one["part"] >= position[1] if newest else one["part"] <= position[1])
+
+
+def _matching(entries: list[dict[str, Any]], bodies: Mapping[str, Any], filters: AuditQuery,
+              position: tuple[int, int] | None) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """The decisions of `entries` that match `filters` and were not handed out already, in reading order."""
+    newest = filters.newest_first
+    for entry in entries:
+        parts = decisions(entry, bodies.get(entry["coverage"]) if "coverage" in entry else None)
+        for one in reversed(parts) if newest else parts:
+            if (one["part"] and not filters.matches(one)) or _handed_out(one, position, newest):
+                continue
+            yield one
+
+
 async def query(engine: AsyncEngine, filters: AuditQuery, cursor: str | None = None, limit: int = 100,
                 bodies: MutableMapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], str | None]:  # fmt: skip
     """One page of decisions matching `filters`, and the cursor for the next page (None: no more).
 
-    `bodies` caches decoded coverage sets across calls (they never change under their digest)."""
+    `bodies` caches decoded coverage sets across calls (they never change under their digest). Entries are
+    read in batches of `limit + 1` until the page is full, because one entry may hold many decisions and a
+    filter may keep few of them."""
     limit = max(1, min(int(limit), MAX_PAGE))
     bodies = {} if bodies is None else bodies
     newest = filters.newest_first
     seq = entries_table.c.seq
     position = _position(cursor, newest) if cursor is not None else None
-    base = sa.select(entries_table).where(*_conditions(filters))
-    base = base.order_by(seq.desc() if newest else seq.asc())
+    base = sa.select(entries_table).where(*_conditions(filters)).order_by(seq.desc() if newest else seq.asc())
     found: list[dict[str, Any]] = []
     boundary, inclusive = (position[0], position[1] > 0) if position else (None, False)
     async with engine.connect() as conn:
         while len(found) <= limit:
-            stmt = base.limit(limit + 1)
-            if boundary is not None:
-                if newest:
-                    stmt = stmt.where(seq <= boundary if inclusive else seq < boundary)
-                else:
-                    stmt = stmt.where(seq >= boundary if inclusive else seq > boundary)
+            stmt = _window(base, boundary, inclusive, newest).limit(limit + 1)
             entries = [link(row) for row in (await conn.execute(stmt)).all()]
-            missing = {e["coverage"] for e in entries if "coverage" in e and e["coverage"] not in bodies}
-            if missing:
-                stored = await load_coverage(conn, missing)
-                bodies.update({d: decode_covers(stored.get(d)) for d in missing})
-            for entry in entries:
-                parts = decisions(entry, bodies.get(entry["coverage"]) if "coverage" in entry else None)
-                for one in reversed(parts) if newest else parts:
-                    if one["part"] and not filters.matches(one):
-                        continue
-                    if position is not None and one["seq"] == position[0] and (
-                            one["part"] >= position[1] if newest else one["part"] <= position[1]):
-                        continue  # handed out on the page before
-                    found.append(one)
+            await _decode_missing(conn, entries, bodies)
+            found.extend(_matching(entries, bodies, filters, position))
             if len(entries) <= limit:
                 break
             boundary, inclusive = entries[-1]["seq"], False

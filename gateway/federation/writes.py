@@ -14,7 +14,6 @@ can receive that write twice. The embedded provider's writes settle when its cal
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,10 +49,6 @@ class WriteIntent:
 
 def new_write_id() -> str:
     return new_id("write")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def maybe_applied(exc: BaseException) -> bool:

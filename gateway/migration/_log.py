@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.clock import now_ms
 from gateway.state import migration_schema as m
 from gateway.state import schema as t
-from gateway.state.store import StateStore, now_ms
+from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode
 
 UNFINISHED = ("running", "failed")

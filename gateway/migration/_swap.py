@@ -142,32 +142,53 @@ class Swap:
         items: list[Item] = []
         by_memory = {m.id: m for m in report.memories}
         for node, source in scope:
-            mem = by_memory[node.id]
             mine = {old: c for (memory_id, old), c in copied.items() if memory_id == node.id}
-            at_target = {r.id for r in await every_record(target, node.id)}
-            if not mine and at_target:
-                # Nothing of this migration is there yet, so these were left by an earlier migration away
-                # from this provider: a stale copy whose old ids would shadow the aliases. Cleared first.
-                await target.call(_drop(node.id), read=False)
-                mem.dropped_leftovers += len(at_target)
-                at_target = set()
-            current = await every_record(source, node.id)
-            listed = {r.id for r in current}
-            gone = [old for old in mine if old not in listed]
-            if gone:
-                erase = [mine[old].new_id for old in gone if mine[old].new_id in at_target]
-                if erase:
-                    await target.call(_erase(node.id, erase), read=False)
-                await self.log.dropped(report.id, node.id, gone)
-                mem.erased += len(gone)
-                changed += len(gone)
-            node_items = await gather([self._item(node, source, target, record, mine.get(record.id), at_target)
-                                       for record in current])
-            orphans = at_target - {c.new_id for old, c in mine.items() if old in listed}
-            if orphans:
-                changed += await self._adopt(report, node, target, sorted(orphans), node_items)
+            node_changed, node_items = await self._read_memory(report, by_memory[node.id], node, source, target,
+                                                               mine)
+            changed += node_changed
             items.extend(node_items)
         check_target(target, items)
+        versions_written = await self._write(report, target, items)
+        counts: dict[str, int] = {}
+        for item in items:
+            counts[item.memory_id] = counts.get(item.memory_id, 0) + 1
+        for mem in report.memories:
+            mem.records = counts.get(mem.id, 0)
+        report.copied = len(items)
+        return bool(changed or versions_written)
+
+    async def _read_memory(self, report: MigrationReport, mem: MemoryReport, node: MemoryNode,
+                           source: ProviderHandle, target: ProviderHandle,
+                           mine: dict[str, Copied]) -> tuple[int, list[Item]]:  # fmt: skip
+        """One memory's records as items still to copy, after clearing what the target holds that the
+        source no longer does; also the number of changes that made."""
+        changed = 0
+        at_target = {r.id for r in await every_record(target, node.id)}
+        if not mine and at_target:
+            # Nothing of this migration is there yet, so these were left by an earlier migration away
+            # from this provider: a stale copy whose old ids would shadow the aliases. Cleared first.
+            await target.call(_drop(node.id), read=False)
+            mem.dropped_leftovers += len(at_target)
+            at_target = set()
+        current = await every_record(source, node.id)
+        listed = {r.id for r in current}
+        gone = [old for old in mine if old not in listed]
+        if gone:
+            erase = [mine[old].new_id for old in gone if mine[old].new_id in at_target]
+            if erase:
+                await target.call(_erase(node.id, erase), read=False)
+            await self.log.dropped(report.id, node.id, gone)
+            mem.erased += len(gone)
+            changed += len(gone)
+        node_items = await gather([self._item(node, source, target, record, mine.get(record.id), at_target)
+                                   for record in current])
+        orphans = at_target - {c.new_id for old, c in mine.items() if old in listed}
+        if orphans:
+            changed += await self._adopt(report, node, target, sorted(orphans), node_items)
+        return changed, node_items
+
+    async def _write(self, report: MigrationReport, target: ProviderHandle, items: list[Item]) -> int:
+        """Replays what the target lacks, noting each version in the log as it lands; versions written."""
         todo = sum(1 for i in items if i.done < len(i.versions))
         finished = 0
         self.progress(0, todo)
@@ -183,13 +204,7 @@ class Swap:
         outcome = await Replay(target, items, after_version=after_version, after_record=after_record).run()
         report.versions_written += outcome.versions_written
         report.degraded.extend(d for d in outcome.degraded if d not in report.degraded)
-        counts: dict[str, int] = {}
-        for item in items:
-            counts[item.memory_id] = counts.get(item.memory_id, 0) + 1
-        for mem in report.memories:
-            mem.records = counts.get(mem.id, 0)
-        report.copied = len(items)
-        return bool(changed or outcome.versions_written)
+        return outcome.versions_written
 
     async def _item(self, node: MemoryNode, source: ProviderHandle, target: ProviderHandle, record: Record,
                     copied: Copied | None, at_target: set[str]) -> Item:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from adapters.base import FileRef, Follows, Part, Record, RecordTime, Reference, Writer, part_to_json, writer_to_json
 from adapters.writer_format import checked_writer
+from gateway.clock import rfc3339_or_none
 
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -29,11 +30,8 @@ MEDIA_TYPE = "application/x-ndjson"
 
 
 def stamp(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """Microseconds: an imported version keeps the exact instant it was written at."""
+    return rfc3339_or_none(moment, "microseconds")
 
 
 def version_json(record: Record) -> dict[str, Any]:

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from adapters.base import Part
+from gateway.clock import now_ms
 from gateway.errors import ApiError
 from gateway.ids import new_id
 from gateway.state import file_uses
 from gateway.state import schema as t
 from gateway.state.file_uses import FileGone
 from gateway.state.private_files import private_dir, write_new_private
-from gateway.state.store import StateStore, now_ms
+from gateway.state.store import StateStore
 
 __all__ = ["FileGone", "FileStore", "StoredFile", "valid_file_id"]
 

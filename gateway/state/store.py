@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ from sqlalchemy import delete, event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from gateway.clock import now_ms
 from gateway.ids import new_id
 from gateway.state import schema as t
 from gateway.state import tree_writes
@@ -25,10 +25,6 @@ from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from policies.access import PRIVILEGES, Grant
 
 KEY_PREFIX = "mf_"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def hash_key(secret: str) -> str:

@@ -1,4 +1,4 @@
-"""The app in-process through httpx.ASGITransport, on a fresh data dir with the embedded provider."""
+"""Fixtures of the HTTP suites: a gateway on a fresh data dir, and a fresh decision-log database."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tests._postgres import fresh_schema
-
-# The harness lives in a module of its own, so tests import it from there; re-exported for older tests.
-from tests.api.gateway_harness import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -31,3 +29,5 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
     async with running_gateway(make_config(tmp_path)) as gw:
         yield gw
+
+

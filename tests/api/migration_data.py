@@ -19,7 +19,7 @@ import pytest
 from adapters.base import Record
 from gateway.state import schema as t
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def test_derivation_names_each_grant_its_node_and_group(gateway: Gateway) -> None:

@@ -16,7 +16,7 @@ from gateway.audit import AuditLog, AuditQuery, Coverage, DecisionEntry
 from gateway.audit import store as audit_store
 from gateway.audit.store import coverage_items_table, coverage_table, entries_table
 from gateway.cli import main
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def _decisions(gateway: Gateway, **params: str) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import json
 import sqlalchemy as sa
 
 from gateway.audit.store import entries_table
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def _logged(gateway: Gateway) -> list[dict]:  # type: ignore[type-arg]

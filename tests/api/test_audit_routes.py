@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from gateway.audit.store import entries_table
 from gateway.cli import main
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def _entries(gateway: Gateway, **params: str) -> list[dict]:  # type: ignore[type-arg]

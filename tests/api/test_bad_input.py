@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.app import endpoints
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 ENVELOPE = {"type", "code", "message", "param", "detail"}
 

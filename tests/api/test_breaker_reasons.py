@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.gateway_harness import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 
 KEY_ENV = "MEMFED_TEST_BREAKER_MEM0_KEY"
 

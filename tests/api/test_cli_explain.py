@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gateway.cli import main
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def test_explain_prints_grants_nodes_and_cutoff(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from adapters.base import ProviderUnavailable
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 class Paused:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 ENVELOPE_KEYS = {"type", "code", "message", "param", "detail"}
 

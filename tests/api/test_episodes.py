@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def test_a_revise_of_an_episode_is_memory_invalid_and_changes_nothing(gateway: Gateway) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.base import Provider, ProviderUnavailable, Record
 from tests._fenced import FAKE_END, NOTICE_TO_ASSISTANT
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, held_by, seed
 
 

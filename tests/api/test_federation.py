@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.adapters.fake_mem0 import OSS_URL, PLATFORM_URL, FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 PLATFORM_KEY = "m0-platform-SECRET-1111"
 OSS_KEY = "m0-oss-SECRET-2222"

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from joserfc import jwk
 from gateway.config import Config
 from gateway.state import schema as t
 from tests._postgres import fresh_schema
-from tests.api.conftest import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 from tests.api.test_oidc import AUDIENCE, ISSUER, JwksServer, claims, jwks, rsa_key, sign
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def test_grants_listing_says_on_which_node_each_grant_sits(gateway: Gateway) -> None:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 
 async def harness_for(gateway: Gateway, member_id: str, name: str = "support-bot") -> dict[str, Any]:

@@ -19,7 +19,7 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 PRIVS = ("read", "write", "create", "delete")
 _world_counter = itertools.count()

@@ -16,7 +16,7 @@ import pytest
 from adapters.degraded import parse
 from gateway.agent import outbox
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 KEY_ENV = "MEMFED_TEST_MEM0_KEY"
 

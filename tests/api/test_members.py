@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from gateway.state import schema as t
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def test_admin_creates_member_and_key_that_authenticates(gateway: Gateway) -> None:

@@ -12,7 +12,7 @@ import pytest
 from adapters.base import NewRecord, Part, Writer
 from gateway.state.migration_schema import migration_records
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, held_by, mem0_gateway, migrate, seed
 
 
@@ -284,7 +284,7 @@ def test_cli_migrate_shows_progress_and_switches(tmp_path: Path, capsys: pytest.
 
 async def test_an_old_id_erases_the_record_it_now_names(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """After a swap, erase with a pre-migration id erases the copy and answers with the id that was given."""
-    from tests.api.conftest import make_config, running_gateway
+    from tests.api._gateway import make_config, running_gateway
 
     async with running_gateway(make_config(tmp_path, providers={"archive": {"adapter": "local"}})) as gw:
         root = await gw.root()

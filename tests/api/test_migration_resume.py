@@ -14,7 +14,7 @@ import pytest
 from adapters.base import Capabilities, NewRecord, Provider, ProviderTimeout, ProviderUnavailable, Record, Revision
 from gateway.state.migration_schema import migrations
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, held_by, mem0_gateway, migrate, seed
 
 

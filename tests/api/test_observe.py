@@ -17,7 +17,7 @@ from gateway.app import create_app, open_services
 from gateway.services import Services
 from gateway.state import harness_schema as h
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 TURN = [{"type": "text", "text": "Can I return shoes after 30 days?", "role": "user"},
         {"type": "text", "text": "Only with a receipt.", "role": "assistant"},

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from joserfc import jwk
 
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.test_oidc import AUDIENCE, ISSUER, JwksServer, claims, jwks, rsa_key, sign
 
 

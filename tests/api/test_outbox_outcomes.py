@@ -17,7 +17,7 @@ import pytest
 from adapters.base import NewRecord, Record
 from gateway.agent import outbox
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.test_observe import TURN, Wrapped, writable_root
 
 KEY = "MEMFED_TEST_MEM0_KEY"

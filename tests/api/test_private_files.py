@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from tests.api.conftest import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 
 
 async def test_state_records_files_and_journal_are_private_under_a_permissive_umask(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.api.gateway_harness import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 # Never ends on its own: stopped by the statement's time budget, with the rows so far.
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.adapters.fake_mem0 import OSS_URL, FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 BY_ACCOUNT = {
     "description": "Records about one account.",

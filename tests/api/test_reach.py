@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 RANDOM_MEMORY = "hmem_" + "5" * 32
 ABOVE = "inherited from above your reach"

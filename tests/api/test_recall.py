@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def _remember(gateway: Gateway, memory_id: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -77,7 +77,7 @@ async def test_depth_narrows_the_search(gateway: Gateway) -> None:
 
 async def test_the_cap_is_declared(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A recall over more memories than recall.cap searches the nearest and says subtree:capped_at_N."""
-    from tests.api.conftest import make_config, running_gateway
+    from tests.api._gateway import make_config, running_gateway
 
     async with running_gateway(make_config(tmp_path, recall={"cap": 2})) as gw:
         root = await gw.root()

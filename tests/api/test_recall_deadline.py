@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.gateway_harness import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 KEY_ENV = "MEMFED_TEST_SLOW_MEM0_KEY"
 PROVIDER_TIMEOUT = 0.3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def _memory(gateway: Gateway) -> str:
@@ -84,7 +84,7 @@ async def test_another_principals_file_reads_as_missing(gateway: Gateway) -> Non
 
 async def test_a_file_over_the_limit_is_413(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """An upload larger than files.max_bytes is 413 file_too_large with detail.max_bytes."""
-    from tests.api.conftest import make_config, running_gateway
+    from tests.api._gateway import make_config, running_gateway
 
     async with running_gateway(make_config(tmp_path, files={"max_bytes": 10})) as gw:
         answer = await gw.admin.post("/v1/files", files={"file": ("big.bin", b"x" * 11)})

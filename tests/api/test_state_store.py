@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from gateway.state.store import StateStore
 from tests._postgres import PG_URL, fresh_schema
-from tests.api.conftest import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def test_a_root_needs_an_admin(gateway: Gateway) -> None:

@@ -30,7 +30,7 @@ from sqlalchemy import select
 from gateway.state import schema as t
 from policies.access import Grant
 from tests._tree_checks import cycle_in, hang_breaker
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 from tests.policies.tree_model import World, ref_effective
 
 PRIVS = ("read", "write", "create", "delete")

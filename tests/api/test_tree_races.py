@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from gateway.state import schema as t
 from tests._tree_checks import cycle_in, hang_breaker
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 
 async def parents_in_database(gateway: Gateway) -> dict[str, str | None]:

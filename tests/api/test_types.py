@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.base import NewRecord, Record
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 TASK = {"type": "x.task", "title": "Renew the Acme contract", "content": "Send the renewal offer.",
         "attributes": {"status": "open", "due": "2026-10-09", "assignee": "Dana"}}

@@ -21,7 +21,7 @@ from adapters.base import NewRecord, Record
 from gateway.app import create_app, open_services
 from tests._postgres import fresh_schema
 from tests.adapters.fake_mem0 import FakeMem0
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.test_observe import Wrapped
 
 KEY = "MEMFED_TEST_MEM0_KEY"

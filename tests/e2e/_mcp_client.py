@@ -13,7 +13,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.app import endpoints
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.e2e._server import LoopbackServer
 
 READ_TOOLS = {"memory_list", "memory_recall", "memory_graph", "memory_get"}

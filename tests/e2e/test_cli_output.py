@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import make_config, running_gateway
+from tests.api._gateway import make_config, running_gateway
 from tests.e2e._process import memfed_command
 
 pytestmark = pytest.mark.e2e

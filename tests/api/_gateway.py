@@ -1,7 +1,6 @@
-"""A gateway in-process through httpx.ASGITransport, for tests to build with the configuration they need.
+"""A gateway in-process through httpx.ASGITransport, on a fresh data dir with the embedded provider.
 
-Tests import these from here (the `gateway` fixture in conftest.py is built with them).
-"""
+Tests import these by name; the fixtures in conftest.py are built from them."""
 
 from __future__ import annotations
 
