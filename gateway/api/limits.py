@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 from gateway.config import Limits
 from gateway.errors import ApiError
+from gateway.federation.breaker import caller
 from gateway.identity.auth import Principal
 
 _KEPT = 10_000  # members whose buckets are kept before full ones (nothing to remember) are dropped
@@ -40,10 +41,19 @@ class MemberLimits:
     def hold(self, principal: Principal | None) -> Iterator[None]:
         """A place for the request while it runs; ApiError 429 when the member has none left."""
         limits = self.limits
-        if principal is None or principal.is_admin or not (limits.member_concurrency or limits.member_rate):
-            yield
-            return
-        member = principal.member_id
+        acting = caller.set(principal.member_id if principal is not None else None)  # the gate's fair share
+        try:
+            if principal is None or principal.is_admin or not (limits.member_concurrency or limits.member_rate):
+                yield
+            else:
+                with self._held(principal.member_id):
+                    yield
+        finally:
+            caller.reset(acting)
+
+    @contextmanager
+    def _held(self, member: str) -> Iterator[None]:
+        limits = self.limits
         running = self._in_flight.get(member, 0)
         if limits.member_concurrency and running >= limits.member_concurrency:
             raise too_many(f"At most {limits.member_concurrency} requests of one member run at once; wait for "

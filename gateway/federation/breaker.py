@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +92,17 @@ class Breaker:
         return {"state": self.state, "consecutive_failures": self.failures}
 
 
+# Who the current request acts for (a member id), set for the request by gateway/api/limits.py: the gate
+# shares a provider's slots between the members waiting for them.
+caller: ContextVar[str | None] = ContextVar("memfed_caller", default=None)
+
+
 class Gate:
-    """Admission to one provider: the breaker's verdict and a bound on calls in flight."""
+    """Admission to one provider: the breaker's verdict, a bound on calls in flight, and a fair share.
+
+    While other members wait for a slot, a member already holding half the provider's slots (at least
+    one) waits too, so one member's flood cannot take every slot from the others; alone, a member may
+    use them all."""
 
     def __init__(self, name: str, breaker: Breaker, concurrency: int) -> None:
         self.name = name
@@ -100,6 +110,8 @@ class Gate:
         self.concurrency = concurrency
         self.in_flight = 0
         self._changed: asyncio.Event | None = None
+        self._held: dict[str, int] = {}
+        self._waiting: dict[str, int] = {}
 
     def _room(self) -> int:
         if self.breaker.failures == 0:
@@ -109,24 +121,50 @@ class Gate:
     def _refused(self) -> CircuitOpen:
         return CircuitOpen(f"provider {self.name} is resting after repeated failures", self.breaker.rests_for())
 
+    def _over_share(self, who: str | None) -> bool:
+        """Whether `who` holds its share while another member below its own share waits."""
+        share = max(1, self.concurrency // 2)
+        if who is None or self._held.get(who, 0) < share:
+            return False
+        return any(member != who and self._held.get(member, 0) < share for member in self._waiting)
+
     async def enter(self, *, health: bool = True) -> None:
         """Wait for a slot. `health=False` is a call that says nothing of the provider's health
         (counting): it is made only while the breaker is closed, and never as the probe."""
+        who = caller.get()
         while True:
             state = self.breaker.state
             if state == "open" or (state == "half_open" and (not health or self.breaker.probing)):
                 raise self._refused()
-            if self.in_flight < self._room():
+            if self.in_flight < self._room() and not self._over_share(who):
                 if health and not self.breaker.admit():
                     raise self._refused()
                 self.in_flight += 1
+                if who is not None:
+                    self._held[who] = self._held.get(who, 0) + 1
                 return
             if self._changed is None:
                 self._changed = asyncio.Event()
-            await self._changed.wait()  # cancelled here: nothing was taken
+            changed = self._changed
+            _count(self._waiting, who, +1)
+            try:
+                await changed.wait()  # cancelled here: nothing was taken
+            finally:
+                _count(self._waiting, who, -1)
 
     def leave(self) -> None:
         self.in_flight -= 1
+        _count(self._held, caller.get(), -1)
         changed, self._changed = self._changed, None
         if changed is not None:
             changed.set()  # every waiter looks again: one finds the slot, an open breaker turns all away
+
+
+def _count(counts: dict[str, int], who: str | None, step: int) -> None:
+    if who is None:
+        return
+    left = counts.get(who, 0) + step
+    if left > 0:
+        counts[who] = left
+    else:
+        counts.pop(who, None)
