@@ -44,6 +44,7 @@ from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint
 from gateway.api._endpoint import routes as api_routes
 from gateway.api.idempotency import Idempotency
+from gateway.api.limits import MemberLimits
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog
@@ -120,6 +121,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
         services = Services(
             config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),
             audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours, config.write_lease_seconds),
+            limits=MemberLimits(config.limits),
         )
         if config.oidc:
             from gateway.identity.oidc import OidcSettings, OidcVerifier

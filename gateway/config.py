@@ -7,6 +7,7 @@ Secrets are never written in the file: a provider names the environment variable
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,26 @@ class ProviderConfig:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """`[limits]`: what one member may ask at once, and how long a call waits for a provider's slot.
+
+    `member_concurrency` requests in flight and `member_rate` requests per second (with bursts of
+    `member_burst`) per member, administrators excepted; 0 is no limit. Past either the answer is 429
+    `rate_limit_error` with Retry-After. `queue_seconds` is the longest a provider call outside a recall
+    waits for a slot (the provider's concurrency bound, an adapter's own pool) before it is answered 503
+    `busy`; a recall waits only within its deadline."""
+
+    member_concurrency: int = 0
+    member_rate: float = 0.0
+    member_burst: int = 0
+    queue_seconds: float = 5.0
+
+    def burst(self) -> int:
+        """Requests one member may make at once above the rate: `member_burst`, else a second's worth."""
+        return self.member_burst or max(1, int(self.member_rate))
+
+
+@dataclass(frozen=True)
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -60,6 +81,10 @@ class Config:
     recall_cap: int = 200
     recall_default_limit: int = 10
     recall_max_limit: int = 200
+    # The most a recall takes (s): waits for providers' slots, their calls and a retry all fit in it, and
+    # what missed it is in `degraded`. A request's `timeout` may shorten it.
+    recall_deadline: float = 2.5
+    limits: Limits = field(default_factory=Limits)
     file_max_bytes: int = 10 * 1024 * 1024
     audit_enabled: bool = True
     audit_flush_ms: int = 1000
@@ -101,6 +126,7 @@ def _replace(config: Config, values: Mapping[str, Any]) -> Config:
 _TOP_KEYS = {
     "server", "state", "recall", "files", "providers", "default", "auth", "audit", "idempotency", "telemetry",
     "console",
+    "limits",
 }
 
 
@@ -144,6 +170,8 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         recall_cap=_positive(recall, "cap", 200),
         recall_default_limit=_positive(recall, "default_limit", 10),
         recall_max_limit=_positive(recall, "max_limit", 200),
+        recall_deadline=_seconds(recall, "deadline", 2.5, what="recall.deadline") or 2.5,
+        limits=_limits(_table(raw, "limits")),
         file_max_bytes=_positive(files, "max_bytes", 10 * 1024 * 1024),
         audit_enabled=bool(audit.get("enabled", True)),
         audit_flush_ms=_positive(audit, "flush_ms", 1000),
@@ -176,6 +204,36 @@ def _telemetry(table: Mapping[str, Any]) -> dict[str, Any]:
             "metrics_port": port, "otlp_endpoint": endpoint.rstrip("/") if endpoint else None}
 
 
+_LIMIT_KEYS = {"member_concurrency", "member_rate", "member_burst", "queue_seconds"}
+
+
+def _limits(table: Mapping[str, Any]) -> Limits:
+    unknown = set(table) - _LIMIT_KEYS
+    if unknown:
+        raise ConfigError(f"limits.{sorted(unknown)[0]}: unknown setting")
+    return Limits(
+        member_concurrency=_count(table, "member_concurrency"),
+        member_rate=_rate(table, "member_rate"),
+        member_burst=_count(table, "member_burst"),
+        queue_seconds=_seconds(table, "queue_seconds", 5.0, what="limits.queue_seconds") or 5.0,
+    )
+
+
+def _rate(table: Mapping[str, Any], key: str) -> float:
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"limits.{key} must be a number of requests per second, 0 or more (0: no limit)")
+    return float(value)
+
+
+def _count(table: Mapping[str, Any], key: str) -> int:
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"limits.{key} must be a whole number, 0 or more (0: no limit)")
+    return value
+
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PROVIDER_KEYS = {
     "adapter", "base_url", "api_key_env", "timeout", "concurrency", "failure_threshold", "reset_after",
     "write_settle",
@@ -185,6 +243,9 @@ _PROVIDER_KEYS = {
 def _provider(name: str, table: Any) -> ProviderConfig:
     if not isinstance(table, Mapping):
         raise ConfigError(f"providers.{name} must be a table")
+    if not _PROVIDER_NAME.fullmatch(name):
+        # The name stands in `degraded` entries (provider:NAME:...), whose parts a colon separates.
+        raise ConfigError(f"providers.{name!r}: a provider's name is letters, digits, '_', '-' and '.'")
     if "api_key" in table:
         raise ConfigError(f"providers.{name}.api_key: put the key in an environment variable and name it "
                           "with api_key_env")

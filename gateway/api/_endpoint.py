@@ -120,17 +120,18 @@ def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[
                 annotate(member=principal.member_id)
             if endpoint.write:
                 _check_idempotency_key(request)
-            query = _parse_query(endpoint, request)
-            body = await _parse_body(endpoint, request)
-            call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
-                        request_id, decisions=[], client_request_id=client_request_id)
-            try:
-                if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
-                    response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
-                else:
-                    response = await _invoke(endpoint, call)
-            finally:
-                services.journal_pending(call)
+            with services.limits.hold(principal):  # per-member fairness (gateway/api/limits.py)
+                query = _parse_query(endpoint, request)
+                body = await _parse_body(endpoint, request)
+                call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
+                            request_id, decisions=[], client_request_id=client_request_id)
+                try:
+                    if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
+                        response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
+                    else:
+                        response = await _invoke(endpoint, call)
+                finally:
+                    services.journal_pending(call)
         except ApiError as error:
             response = error.response()
         response.headers["x-request-id"] = client_request_id or request_id

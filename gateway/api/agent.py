@@ -17,6 +17,7 @@ from typing import Any, cast
 from sqlalchemy import insert
 from starlette.responses import JSONResponse
 
+from adapters import degraded as entries
 from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
 from adapters.context import ContextProvider
 from adapters.deriving import DerivingProvider
@@ -253,10 +254,10 @@ async def get_job(call: Call) -> dict[str, Any]:
         except ApiError as error:
             # The job's state is the gateway's, so it is answered even while the provider is away.
             if error.code == "memory_record_not_found":
-                out["degraded"] = ["records:some were erased since"]
+                out["degraded"] = [entries.entry("records", "erased_since")]
                 continue
             out["records"] = None
-            out["degraded"] = [f"records:{error.code}"]
+            out["degraded"] = [entries.entry("records", error.code)]
             break
         out["records"].append(record_json(record, tree, principals, node.id))
     return out

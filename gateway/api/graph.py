@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
+from adapters import degraded as entries
 from adapters.base import Page, Provider, Record
 from adapters.graph import GraphProvider
 from gateway.api._calls import on_provider, with_alias
@@ -44,13 +45,13 @@ async def _scope_records(call: Call, memory_ids: tuple[str, ...], degraded: list
         cursor: str | None = None
         while True:
             if len(found) >= SCAN_LIMIT:
-                degraded.append(f"graph:scan_capped_at_{SCAN_LIMIT}_records")
+                degraded.append(entries.entry("graph", f"scan_capped_at_{SCAN_LIMIT}_records"))
                 return found
             try:
                 page = await on_provider(call.services, node, _lister(memory_id, cursor), read=True)
             except ApiError as error:
                 detail = error.detail if isinstance(error.detail, dict) else {}
-                degraded.append(f"provider:{node.provider}:{detail.get('reason', 'unavailable')}")
+                degraded.append(entries.provider_entry(node.provider, str(detail.get("reason", "unavailable"))))
                 break
             for record in page.items:
                 found[(memory_id, record.id)] = record
@@ -187,7 +188,7 @@ async def graph(call: Call) -> dict[str, Any]:
                       "memory": {"id": key[0], "name": place.name if place else None}})
         edges.extend(_edges(call, key, record, readable))
     if truncated:
-        degraded.append(f"graph:truncated_at_{body.limit}_nodes")
+        degraded.append(entries.entry("graph", f"truncated_at_{body.limit}_nodes"))
     return {"object": "memory.graph", "nodes": nodes, "edges": edges, "truncated": truncated,
             "degraded": list(dict.fromkeys(degraded))}
 

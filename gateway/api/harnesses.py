@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import update
 
+from adapters import degraded as entries
 from gateway.agent import outbox
 from gateway.agent import prime as priming
 from gateway.answers import JSONAnswer
@@ -194,7 +195,9 @@ async def harness_prime(call: Call) -> dict[str, Any]:
         raise ApiError(404, "memories_not_attached", "The agent holds no memory: nothing was granted to it.")
     primed = priming.render(memories, query.budget)
     await log_prime(call, primed, f"member:{row.agent_member_id}", row.id)
-    degraded = [f"{m.id}:{m.problem}" for m in memories if m.problem]
+    # "memory_unavailable: timeout" -> memory:ID:records:timeout
+    degraded = [entries.memory_entry(m.id, "records", entries.token(m.problem.rsplit(": ", 1)[-1]))
+                for m in memories if m.problem]
     return {"object": "harness.prime", "harness_id": row.id, "principal": f"member:{row.agent_member_id}",
             **primed.document(), "degraded": degraded}
 

@@ -261,6 +261,8 @@ class Recall(Strict):
     include: Include = "active"
     depth: int | None = Field(default=None, ge=0, le=1000)
     limit: int | None = Field(default=None, ge=1, le=200)
+    # Seconds the caller will wait: shortens the gateway's `[recall] deadline`, never lengthens it.
+    timeout: float | None = Field(default=None, gt=0, le=3600, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _a_signal(self) -> Recall:

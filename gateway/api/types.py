@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
+from adapters import degraded as entries
 from adapters.base import CORE_TYPES, Provider, Unsupported
 from adapters.operations import OperationInfo, OperationResult, TypedProvider, TypeInfo, find_type
 from gateway.api._calls import handle_for, on_provider, with_alias
@@ -67,7 +68,7 @@ def registered(services: Any) -> tuple[list[tuple[str, TypeInfo]], list[str]]:
             infos = list(provider.types())
         except Exception:  # an adapter bug must not fail the listing of every other provider's types
             log.exception("listing the types of provider %s failed", name)
-            failed.append(f"{name}:types_unavailable")
+            failed.append(entries.provider_entry(name, entries.entry("types", "unavailable")))
             continue
         found.extend((name, info) for info in infos if info.type not in CORE_TYPES)
     return found, failed
