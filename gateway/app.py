@@ -43,8 +43,8 @@ from gateway.api import ratification as ratification_api
 from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint
 from gateway.api._endpoint import routes as api_routes
+from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
-from gateway.api.limits import MemberLimits
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
-from gateway.api.limits import MemberLimits
 from gateway.audit import AuditLog, Coverage, DecisionEntry
 from gateway.config import Config, Limits
 from gateway.federation.counts import RecordCounts

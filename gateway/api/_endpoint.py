@@ -120,7 +120,7 @@ def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[
                 annotate(member=principal.member_id)
             if endpoint.write:
                 _check_idempotency_key(request)
-            with services.limits.hold(principal):  # per-member fairness (gateway/api/limits.py)
+            with services.limits.hold(principal):  # per-member fairness (gateway/api/fairness.py)
                 query = _parse_query(endpoint, request)
                 body = await _parse_body(endpoint, request)
                 call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
