@@ -19,6 +19,7 @@ from typing import Any
 import aiosqlite
 import httpx
 
+from adapters import degraded as entries
 from adapters.base import (
     SIGNALS,
     Capabilities,
@@ -294,7 +295,7 @@ class LocalProvider(LocalConnections, LocalQueries):
             raise ProviderRejected("limit must be at least 1")
         declared = self.capabilities().signals
         signals = [s for s in asked if s in declared]
-        degraded = tuple(f"{s}:not_supported" for s in asked if s not in declared)
+        degraded = tuple(entries.entry(s, "not_supported") for s in asked if s not in declared)
         textual = [s for s in signals if s in ("query", "text")]
 
         at = sql.ts_or_none(query.as_of)
