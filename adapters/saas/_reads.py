@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from adapters import filters as select  # memfed's filter semantics, the same on every provider
 from adapters.base import (
     Capabilities,
     Condition,
@@ -41,7 +42,6 @@ from adapters.base import (
     Signal,
     Unsupported,
 )
-from adapters.mem0 import _select as select  # memfed's filter semantics, the same on every provider
 from adapters.saas import _records as records
 from adapters.saas import wire as w
 

@@ -16,8 +16,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from adapters import filters as select
 from adapters.base import Include, Page, ProviderUnavailable, Record, RecordNotFound, RecordStatus, utc
-from adapters.mem0 import _select as select
 from adapters.mem0._records import BadMetadata
 from adapters.zep import _records as records
 from adapters.zep._http import Http, NotFound

@@ -20,8 +20,8 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from adapters import filters as select
 from adapters.base import Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
-from adapters.mem0 import _select as select
 from adapters.zep import _records as records
 from adapters.zep._http import NotFound
 from adapters.zep._reads import ZepReads, at_instant
