@@ -88,7 +88,7 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         if task is None:
             raise Refusal(404, "not_found", "task not found")
         task["polls"] += 1
-        if task["type"] == "ingest":  # ends when the episode has been processed
+        if task["type"] == "ingest" and task["status"] not in ("failed", "partial"):  # ends when processed
             done = fake.episodes.get(task["episode"], {}).get("processed", True)
             task["status"] = "succeeded" if done else "processing"
         elif task["status"] == "pending" and task["polls"] >= fake.task_polls:

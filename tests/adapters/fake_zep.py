@@ -10,6 +10,8 @@ What the vendor does, the fake does:
 - an episode is stored `processed: false` and processed in the background after `process_after` seconds
   (None: only when the test calls `process()`): a text episode yields a derived node and a derived edge
   naming it in `episode_uuids`. A fact added directly gets the `fact_triple` episode Zep keeps for it.
+  Its ingestion task (`GET tasks/{uuid}`) is `processing` until then, `succeeded` after; with
+  `ingest_outcome = "failed"` processing ends the task failed and the episode stays `processed: false`.
 - v4 deletes answer a task that ends (`succeeded`, or what `task_outcome` says) after `task_polls` polls
   of `GET tasks/{uuid}`; the delete is applied when it succeeds. v3 deletes are immediate. Deleting an
   episode leaves the edges derived from it.
@@ -68,6 +70,7 @@ class FakeZep:
     process_after: float | None = None
     task_polls: int = 1
     task_outcome: str = "succeeded"
+    ingest_outcome: str = "succeeded"  # "failed": Zep's worker gives up; the episode stays processed: false
     latency: float = 0.0
     graphs: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref -> graph
     edges: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -111,6 +114,12 @@ class FakeZep:
                 self._derive(episode)
 
     def _derive(self, episode: dict[str, Any]) -> None:
+        if self.ingest_outcome != "succeeded":  # the ingestion task ends so; nothing is derived
+            for task in self.tasks.values():
+                if task["type"] == "ingest" and task["episode"] == episode["uuid"]:
+                    task["status"] = self.ingest_outcome
+            self._born.pop(episode["uuid"], None)
+            return
         episode["processed"] = True
         if episode["source"] != "text":
             return
