@@ -17,7 +17,9 @@ What the vendor does, the fake does:
   episode leaves the edges derived from it.
 - lists page with `next_cursor` (v4) or the `Zep-Next-Cursor` header (v3); v3 episodes come `lastn`.
 - search ranks by word overlap (a share of the question's words), drops what shares none, and applies
-  `date_filters`, `metadata_filters`, `node_labels` (v4) and `search_filters` (v3) as documented.
+  `date_filters`, `metadata_filters` (and/or groups, every operator), `node_labels` (v4) and
+  `search_filters` (v3) as documented; a v4 listing applies `filters.metadata_filters` and answers another
+  filter field with 400 `unsupported_filter` (the fake judges no other on a listing).
 - `fail(mode, times, when)` makes calls fail: 500, a timeout, a refused connection, or 429 with
   `retry-after: 60` as the free plans answer; `latency` delays every answer.
 """
