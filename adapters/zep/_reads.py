@@ -18,7 +18,7 @@ from typing import Any
 
 from adapters import filters as select
 from adapters.base import Include, Page, ProviderUnavailable, Record, RecordNotFound, RecordStatus, utc
-from adapters.mem0._records import BadMetadata
+from adapters.version_format import BadMetadata
 from adapters.zep import _records as records
 from adapters.zep._http import Http, NotFound
 from adapters.zep._shapes import KINDS, Graph, Kind, ListFilters
