@@ -319,6 +319,21 @@ async def test_v4_ingestion_is_followed_by_its_task_after_a_restart(tmp_path: Pa
     assert [(r.method, r.url.path.split("/")[3]) for r in fake.requests] == [("GET", "tasks")] * 2
 
 
+async def test_a_succeeded_ingestion_leaves_the_kept_tasks(tmp_path: Path) -> None:
+    """Once its task succeeded, an episode's entry leaves the data dir's file (the episode now says
+    `processed: true`, which a later reader trusts), so the file holds only what may run or failed."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, data_dir=tmp_path) as zep:
+        done = await zep.remember(M1, text("Dana moved to Berlin."))
+        fake.process()
+        running = await zep.remember(M1, text("Ada moved to Paris."))
+        assert await zep.derivation_pending(M1, [done.id]) is False
+    assert list(json.loads((tmp_path / "zep-ingests.json").read_text())) == [running.id]
+    async with zep_provider("v4", fake, data_dir=tmp_path) as later:
+        assert await later.derivation_pending(M1, [done.id]) is False
+        assert await later.derivation_pending(M1, [running.id]) is True
+
+
 async def test_a_failed_ingestion_ends_the_wait_even_after_a_restart(tmp_path: Path) -> None:
     """Zep failing an episode's ingestion leaves the episode `processed: false` for good; the task says
     `failed`, so a provider opened afresh on the same data dir answers "no longer pending" instead of
