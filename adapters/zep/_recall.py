@@ -43,7 +43,8 @@ def filters_for(query: RecallQuery, kind: Kind) -> SearchFilters:
         dates = (DateCondition("invalid_at", "is_null"), DateCondition("expired_at", "is_null"))
     meta: tuple[tuple[str, Any], ...] = ()
     episode_types = [t for t in query.types if _BY_TYPE.get(t, "episode") == "episode"]
-    if kind == "episode" and len(episode_types) == 1:
+    # Zep's own episodes (another client's) read as type `episode` and carry no `memfed_type`.
+    if kind == "episode" and len(episode_types) == 1 and episode_types[0] != "episode":
         meta = (("memfed_type", episode_types[0]),)
     return SearchFilters(date_all_of=dates, metadata_eq=meta)
 

@@ -99,3 +99,18 @@ async def test_the_listing_narrowed_to_episodes_answers_as_the_whole_one_did(var
         asked_wide = await zep.recall([M1], wide)
     assert [(h.record.id, h.why) for h in asked_narrow.hits] == [(h.record.id, h.why) for h in asked_wide.hits]
     assert {h.record.id for h in asked_narrow.hits} == {ids["note"], ids["other"]}
+
+
+async def test_zeps_own_episodes_are_found_when_the_episode_type_is_asked() -> None:
+    """An episode another client wrote in the graph carries no `memfed_type`: asked for type `episode`,
+    the search sends no metadata filter on it, so Zep's own episode is found (as an episode written by
+    the provider), beside memfed's."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake) as zep:
+        stamps = Stamps()
+        mine = await zep.remember(M1, stamps.record("Acme renewal call.", type="episode"))
+        (graph,) = fake.graphs
+        theirs = fake._episode(graph, "Acme renewal by the other client.", "text", {}, "", None)
+        answer = await zep.recall([M1], RecallQuery(query="Acme renewal", types=("episode",)))
+    found = {h.record.id: h.record.written_by.kind for h in answer.hits}
+    assert found == {mine.id: "member", "hrec_" + theirs["uuid"].replace("-", ""): "provider"}
