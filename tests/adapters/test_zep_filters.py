@@ -114,3 +114,31 @@ async def test_zeps_own_episodes_are_found_when_the_episode_type_is_asked() -> N
         answer = await zep.recall([M1], RecallQuery(query="Acme renewal", types=("episode",)))
     found = {h.record.id: h.record.written_by.kind for h in answer.hits}
     assert found == {mine.id: "member", "hrec_" + theirs["uuid"].replace("-", ""): "provider"}
+
+
+async def test_the_fakes_episode_listing_judges_metadata_groups_and_refuses_other_filters() -> None:
+    """The fake's v4 episode listing keeps what a metadata filter group admits (and/or, nested groups,
+    `in`, `is_null`), and answers a filter field it does not judge with 400 unsupported_filter."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake) as zep:
+        ids = await seeded(zep, fake)
+    (graph,) = fake.graphs
+    fake._episode(graph, "Another client's episode.", "text", {}, "", None)
+    url = f"{fake.base_url}/api/v4/graphs/{graph}/episodes/list"
+    headers = {"Authorization": f"Api-Key {fake.api_key}"}
+
+    async def listed(filters: dict[str, Any]) -> Any:
+        async with fake.client() as client:
+            return await client.post(url, json={"filters": filters}, headers=headers)
+
+    notes = await listed({"metadata_filters": {"type": "and", "filters": [
+        {"property_name": "memfed_type", "operator": "in", "value": ["note"]}]}})
+    assert sorted(e["metadata"]["memfed_record"] for e in notes.json()["items"]) == sorted(
+        [ids["note"], ids["other"]])
+    either = await listed({"metadata_filters": {"type": "or", "filters": [
+        {"property_name": "memfed_type", "operator": "eq", "value": "procedure"}],
+        "groups": [{"type": "and", "filters": [{"property_name": "memfed_type", "operator": "is_null"}]}]}})
+    # without memfed_type: the other client's episode and the fact_triple episode Zep keeps for the fact
+    assert sorted(e["metadata"].get("memfed_type", "-") for e in either.json()["items"]) == ["-", "-", "procedure"]
+    refused = await listed({"edge_types": ["WORKS_AT"]})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, "unsupported_filter")
