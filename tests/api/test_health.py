@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from gateway.api.health import Readiness
 from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, open_services
 from gateway.config import from_mapping
-from gateway.ops.health import Readiness
 from tests.e2e._process import free_port
 
 
