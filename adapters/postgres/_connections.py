@@ -62,9 +62,9 @@ class PostgresConnections:
         database or the way to it did is the provider being unavailable."""
         try:
             yield
-        except sa_exc.DataError as exc:
-            raise ProviderRejected(f"the records store refused a value: {_first_line(exc)}") from exc
         except (sa_exc.DBAPIError, OSError) as exc:
+            if _sqlstate(exc)[:2] in _CALLERS_CLASSES:
+                raise ProviderRejected(f"the records store refused a value: {_first_line(exc)}") from exc
             raise ProviderUnavailable(f"records store: {_first_line(exc)}") from exc
 
 
@@ -75,6 +75,17 @@ async def rows(conn: AsyncConnection, statement: str, params: Mapping[str, Any])
 
 async def execute(conn: AsyncConnection, statement: str, params: Mapping[str, Any]) -> None:
     await conn.execute(sa.text(statement), dict(params))
+
+
+# SQLSTATE classes that name the value sent, not the server: 22 data exception (a NUL in text, a number
+# out of range), 54 program limit exceeded (a text too long for a tsvector). SQLAlchemy's asyncpg adapter
+# raises both as its generic Error, so the class is read off the driver's code.
+_CALLERS_CLASSES = frozenset({"22", "54"})
+
+
+def _sqlstate(exc: BaseException) -> str:
+    code = getattr(getattr(exc, "orig", None), "sqlstate", None) or getattr(exc, "sqlstate", None)
+    return code if isinstance(code, str) else ""
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,132 @@
+"""What the PostgreSQL provider promises beyond the shared contract: several instances on one database
+write one consistent chain, a score depends on the record alone, and its failures are told apart."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from adapters.base import Part, ProviderRejected, ProviderUnavailable, RecallQuery
+from adapters.postgres import PostgresProvider
+from tests._postgres import PG_URL, fresh_schema
+from tests.adapters.harnesses import M1, M2, Stamps
+
+pytestmark = pytest.mark.postgres
+
+
+@asynccontextmanager
+async def two_instances() -> AsyncIterator[tuple[PostgresProvider, PostgresProvider]]:
+    """Two providers on one schema, each with its own engine (its own pool), as two gateways have."""
+    async with fresh_schema("pgrecords") as (_engine, schema):
+        a = await PostgresProvider.open(create_async_engine(PG_URL), schema=schema, owns_engine=True)
+        b = await PostgresProvider.open(create_async_engine(PG_URL), schema=schema, owns_engine=True)
+        try:
+            yield a, b
+        finally:
+            await a.close()
+            await b.close()
+
+
+async def test_one_write_sent_to_two_instances_at_once_is_kept_once(stamps: Stamps) -> None:
+    """The same write id through both instances at once, many times over: one record, and every answer
+    names it (the check and the insert are one step under the memory's lock)."""
+    async with two_instances() as (a, b):
+        record = stamps.record("Acme renews in March.", write_id="hwr_once")
+        answers = await asyncio.gather(*(p.remember(M1, record) for p in (a, b) * 8))
+        assert len({r.id for r in answers}) == 1
+        page = await b.list(M1)
+        assert [r.id for r in page.items] == [answers[0].id]
+
+
+async def test_revisions_through_two_instances_at_once_make_one_chain(stamps: Stamps) -> None:
+    """Concurrent revisions of one record through both instances each append once: versions 1..n+1, one
+    current, each closing the one before."""
+    async with two_instances() as (a, b):
+        first = await a.remember(M1, stamps.record("v1"))
+        revisions = [stamps.revision(content=(Part(type="text", text=f"v{i}"),)) for i in range(2, 12)]
+        await asyncio.gather(*((a if i % 2 else b).revise(M1, first.id, r) for i, r in enumerate(revisions)))
+        history = await b.history(M1, first.id)
+        assert [v.version for v in history] == list(range(1, 12))
+        assert [v.status for v in history] == ["superseded"] * 10 + ["active"]
+        assert all(v.supersedes == v.version - 1 for v in history[1:])
+
+
+async def test_replicas_opening_one_empty_schema_at_once_all_start() -> None:
+    """Several instances making the schema at the same moment all open and see one table."""
+    async with fresh_schema("pgrecords") as (engine, schema):
+        engines = [create_async_engine(PG_URL) for _ in range(4)]
+        opened = await asyncio.gather(
+            *(PostgresProvider.open(e, schema=schema, owns_engine=True) for e in engines), return_exceptions=True
+        )
+        try:
+            assert all(isinstance(p, PostgresProvider) for p in opened), opened
+        finally:
+            for p in opened:
+                if isinstance(p, PostgresProvider):
+                    await p.close()
+        async with engine.connect() as conn:
+            tables = await conn.execute(
+                sa.text("SELECT count(*) FROM pg_tables WHERE schemaname = :s AND tablename = 'versions'"),
+                {"s": schema},
+            )
+            assert tables.scalar_one() == 1
+
+
+async def test_a_score_depends_on_the_memory_s_own_records_only(stamps: Stamps) -> None:
+    """Flooding another memory with one of the question's words changes neither the order nor the scores
+    of this memory's answer: ts_rank reads one record, no statistics across the table."""
+    async with fresh_schema("pgrecords") as (engine, schema):
+        provider = await PostgresProvider.open(engine, schema=schema)
+        try:
+            twice = await provider.remember(M1, stamps.record("Alpha launch, then the alpha review."))
+            once = await provider.remember(M1, stamps.record("Beta launch."))
+            asked = RecallQuery(text=None, query="alpha beta")
+            before = await provider.recall([M1], asked)
+            for i in range(30):
+                await provider.remember(M2, stamps.record(f"alpha number {i}"))
+            after = await provider.recall([M1], asked)
+            assert [h.record.id for h in before.hits] == [twice.id, once.id]
+            assert [(h.record.id, h.score) for h in after.hits] == [(h.record.id, h.score) for h in before.hits]
+        finally:
+            await provider.close()
+
+
+async def test_text_postgresql_cannot_hold_is_the_callers_mistake(stamps: Stamps) -> None:
+    """A NUL character (which PostgreSQL text cannot hold) in a title, or in the words asked for, is
+    refused as the caller's, and nothing is written; it is not the provider failing."""
+    async with fresh_schema("pgrecords") as (engine, schema):
+        provider = await PostgresProvider.open(engine, schema=schema)
+        try:
+            with pytest.raises(ProviderRejected):
+                await provider.remember(M1, stamps.record("fine", title="bad\x00title"))
+            with pytest.raises(ProviderRejected):
+                await provider.recall([M1], RecallQuery(text="bad\x00"))
+            assert (await provider.count([M1]))[M1] == 0
+        finally:
+            await provider.close()
+
+
+async def test_a_database_that_cannot_be_reached_is_the_provider_unavailable() -> None:
+    """Nothing listening where the url points: opening says the provider is unavailable, in one line."""
+    engine = create_async_engine("postgresql+asyncpg://postgres@127.0.0.1:1/test")
+    with pytest.raises(ProviderUnavailable, match="records store"):
+        await PostgresProvider.open(engine, owns_engine=True)
+
+
+async def test_the_factory_refuses_a_url_that_is_not_postgresql(tmp_path: Path) -> None:
+    """On a gateway whose state is SQLite the url it is handed is SQLite's: refused, naming what it needs."""
+    import httpx
+
+    from adapters.postgres import factory
+
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(ValueError, match="postgresql"):
+            await factory({"url": "sqlite+aiosqlite:///x.sqlite3"}, client=client, data_dir=tmp_path, api_key=None)
+        with pytest.raises(ValueError, match="schema"):
+            await factory({"url": PG_URL, "schema": 'x"; DROP'}, client=client, data_dir=tmp_path, api_key=None)
