@@ -45,7 +45,7 @@ class PostgresConnections:
             await self._engine.dispose()
 
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[AsyncConnection]:
+    async def _pg_reading(self) -> AsyncIterator[AsyncConnection]:
         async with self._translated(), self._engine.connect() as conn:
             yield conn
 

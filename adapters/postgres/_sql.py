@@ -129,6 +129,9 @@ class Statements:
             f"DELETE FROM {t} WHERE memory_id = :memory AND record_id = ANY(CAST(:ids AS text[])) RETURNING record_id"
         )
         self.drop = f"DELETE FROM {t} WHERE memory_id = :memory"
+        self.versions = (
+            f"SELECT {_SELECT} FROM {t} v WHERE v.memory_id = :memory AND v.record_id = ANY(CAST(:ids AS text[]))"
+        )
         self.count = (
             f"SELECT v.memory_id, count(*) AS n FROM {t} v"
             f" WHERE v.memory_id = ANY(CAST(:memories AS text[])) AND {scope(None, 'active')} GROUP BY v.memory_id"

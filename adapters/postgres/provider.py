@@ -4,9 +4,9 @@ so that every gateway instance on it serves the same records.
 Records live in one table of a schema of their own (`memfed_records` unless configured); every statement
 carries the memory's id, so isolation is `enforced_filter` as on SQLite. Words are PostgreSQL's own text
 search (a tsvector per version, `ts_rank` against the question): a record's score is a function of that
-record alone. Meaning is emulated by words and declared so. Types (`x.task`) and consolidation are the
-local provider's, which work through the public methods here. What differs from SQLite is declared:
-named and free SQL queries are not offered (their sealed container is SQLite's).
+record alone. Meaning is emulated by words and declared so. Types (`x.task`), consolidation and named
+and free queries are the local provider's: the first two work through the public methods here, and
+queries run in its sealed SQLite container, filled from PostgreSQL (adapters/postgres/queries.py).
 """
 
 from __future__ import annotations
@@ -53,13 +53,14 @@ from adapters.operations import OperationResult, TypeInfo
 from adapters.postgres._connections import PostgresConnections, execute, rows
 from adapters.postgres._schema import DEFAULT_SCHEMA, DEFAULT_TEXT_CONFIG, identifier
 from adapters.postgres._sql import Statements
+from adapters.postgres.queries import PostgresQueries
 from adapters.versioning import not_before, or_keep, refuse_following, revised
 
-# The local provider's claims, less the free and named SQL queries, whose sealed container is SQLite's.
-CAPABILITIES = replace(LOCAL_CAPABILITIES, named_queries=False, free_query_languages=(), free_query_write=False)
+# The local provider's claims, every one: queries run in the same sealed SQLite container (queries.py).
+CAPABILITIES = LOCAL_CAPABILITIES
 
 
-class PostgresProvider(PostgresConnections):
+class PostgresProvider(PostgresConnections, PostgresQueries):
     """A `Provider` on a PostgreSQL schema. Open it with `open` (an engine you own) or `from_config`."""
 
     def __init__(self, engine: AsyncEngine, schema: str, text_config: str, *, owns_engine: bool) -> None:
@@ -216,7 +217,7 @@ class PostgresProvider(PostgresConnections):
     async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
         """The version the write `write_id` made in this memory (`FindsWrites`). A write settles when its
         transaction commits, which is before its call returns."""
-        async with self._reading() as db:
+        async with self._pg_reading() as db:
             found = await self._written_by(db, memory_id, write_id)
         return found if found is not None and record_id in (None, found.id) else None
 
@@ -224,7 +225,7 @@ class PostgresProvider(PostgresConnections):
 
     async def get(self, memory_id: str, record_id: str, as_of: datetime | None = None) -> Record:
         at = rows_codec.ts_or_none(as_of)
-        async with self._reading() as db:
+        async with self._pg_reading() as db:
             found = await rows(db, self._sql.get(at), {"memory": memory_id, "record": record_id, "as_of": at})
         if not found:
             raise RecordNotFound(record_id)
@@ -253,7 +254,7 @@ class PostgresProvider(PostgresConnections):
             after_at, params["after_id"] = decode_cursor(cursor, str)
             params["after_at"] = str(after_at)
         statement = self._sql.list(at, include, types=bool(types), after=cursor is not None)
-        async with self._reading() as db:
+        async with self._pg_reading() as db:
             found = list(await rows(db, statement, params))
         more = len(found) > limit
         found = found[:limit]
@@ -261,14 +262,14 @@ class PostgresProvider(PostgresConnections):
         return Page(items=tuple(rows_codec.record(r, at) for r in found), next=following)
 
     async def history(self, memory_id: str, record_id: str) -> Sequence[Record]:
-        async with self._reading() as db:
+        async with self._pg_reading() as db:
             found = await rows(db, self._sql.history, {"memory": memory_id, "record": record_id})
         if not found:
             raise RecordNotFound(record_id)
         return [rows_codec.record(r) for r in found]
 
     async def count(self, memory_ids: Sequence[str]) -> Mapping[str, int]:
-        async with self._reading() as db:
+        async with self._pg_reading() as db:
             found = await rows(db, self._sql.count, {"memories": list(memory_ids)})
         counts = {m: 0 for m in memory_ids}
         counts.update({row["memory_id"]: row["n"] for row in found})
@@ -300,7 +301,7 @@ class PostgresProvider(PostgresConnections):
         )
         found: list[Any] = []
         if statement is not None and memory_ids:
-            async with self._reading() as db:
+            async with self._pg_reading() as db:
                 found = list(await rows(db, *statement))
 
         places: dict[int, dict[Signal, int]] = {}
