@@ -4,13 +4,14 @@ write one consistent chain, a score depends on the record alone, and its failure
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from adapters.base import Part, ProviderRejected, ProviderUnavailable, RecallQuery
 from adapters.postgres import PostgresProvider
@@ -130,3 +131,38 @@ async def test_the_factory_refuses_a_url_that_is_not_postgresql(tmp_path: Path) 
             await factory({"url": "sqlite+aiosqlite:///x.sqlite3"}, client=client, data_dir=tmp_path, api_key=None)
         with pytest.raises(ValueError, match="schema"):
             await factory({"url": PG_URL, "schema": 'x"; DROP'}, client=client, data_dir=tmp_path, api_key=None)
+
+
+async def test_a_write_cancelled_while_it_waits_for_the_memory_leaves_nothing_held(stamps: Stamps) -> None:
+    """A write waiting for the memory's lock (another instance is writing there) is cancelled: nothing is
+    written, no connection stays checked out, and once the other writer is done the next write in that
+    memory goes through (the cancelled wait did not take the lock later and keep it)."""
+    name = f"memfed_test_{uuid.uuid4().hex[:8]}"
+    async with fresh_schema("pgrecords") as (engine, schema):
+        mine = create_async_engine(PG_URL, connect_args={"server_settings": {"application_name": name}})
+        provider = await PostgresProvider.open(mine, schema=schema)
+        try:
+            async with engine.connect() as other:
+                await other.execute(sa.text("SELECT pg_advisory_lock(hashtextextended(:k, 0))"),
+                                    {"k": f"memfed_records:{schema}:{M1}"})
+                waiting = asyncio.create_task(provider.remember(M1, stamps.record("never written")))
+                while not await _waiting_for_a_lock(engine, name):
+                    await asyncio.sleep(0.01)
+                waiting.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await waiting
+                await other.execute(sa.text("SELECT pg_advisory_unlock_all()"))
+            written = await asyncio.wait_for(provider.remember(M1, stamps.record("written")), timeout=30)
+            assert [r.id for r in (await provider.list(M1)).items] == [written.id]
+            assert mine.pool.checkedout() == 0  # type: ignore[attr-defined]
+        finally:
+            await provider.close()
+            await mine.dispose()
+
+
+async def _waiting_for_a_lock(engine: AsyncEngine, application: str) -> bool:
+    async with engine.connect() as conn:
+        found = await conn.execute(sa.text(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = :a AND wait_event_type = 'Lock'"),
+            {"a": application})
+        return bool(found.scalar_one())
