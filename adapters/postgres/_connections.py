@@ -10,6 +10,7 @@ SQLAlchemy, which rolls it back and returns the connection to the pool.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -31,14 +32,30 @@ class PostgresConnections:
         self._engine = engine
         self._schema = schema
         self._owns_engine = owns_engine
+        self._schema_made = False
+        self._making = asyncio.Lock()
 
     async def _make_schema(self) -> None:
         """Run the DDL once per database, whichever replica gets there first; the others wait, then
-        find everything made."""
-        async with self._translated(), self._engine.begin() as conn:
-            await conn.execute(_LOCK, {"key": SETUP_LOCK})
-            for statement in ddl(self._schema):
-                await conn.execute(sa.text(statement))
+        find everything made. Until it has run, every operation tries it first: a database that did not
+        answer when the gateway started is then made ready by the first call after it comes back."""
+        if self._schema_made:
+            return
+        async with self._making:
+            if self._schema_made:
+                return
+            async with self._translated(), self._engine.begin() as conn:
+                await conn.execute(_LOCK, {"key": SETUP_LOCK})
+                for statement in ddl(self._schema):
+                    await conn.execute(sa.text(statement))
+            self._schema_made = True
+
+    async def probe(self) -> None:
+        """Whether the database answers and holds the schema (asked once at start; gateway/federation/
+        preflight.py warns, and the gateway starts, when it does not)."""
+        await self._make_schema()
+        async with self._pg_reading() as conn:
+            await conn.execute(sa.text("SELECT 1"))
 
     async def close(self) -> None:
         if self._owns_engine:
@@ -46,12 +63,14 @@ class PostgresConnections:
 
     @asynccontextmanager
     async def _pg_reading(self) -> AsyncIterator[AsyncConnection]:
+        await self._make_schema()
         async with self._translated(), self._engine.connect() as conn:
             yield conn
 
     @asynccontextmanager
     async def _writing(self, memory_id: str) -> AsyncIterator[AsyncConnection]:
         """One transaction holding this memory's write lock until it commits or rolls back."""
+        await self._make_schema()
         async with self._translated(), self._engine.begin() as conn:
             await conn.execute(_LOCK, {"key": f"memfed_records:{self._schema}:{memory_id}"})
             yield conn

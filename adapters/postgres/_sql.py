@@ -176,7 +176,10 @@ class Statements:
         if types:
             where += " AND v.type = ANY(CAST(:types AS text[]))"
             params["types"] = list(types)
-        ctes = [f"cand AS (SELECT v.seq, v.written_at, v.record_id, v.words FROM {self.table} v WHERE {where})"]
+        # NOT MATERIALIZED: each list folds the candidates into its own scan, so `words @@ q` can use the
+        # GIN index with the memory condition instead of reading every version of the memories asked.
+        cand = f"SELECT v.seq, v.written_at, v.record_id, v.words FROM {self.table} v WHERE {where}"
+        ctes = [f"cand AS NOT MATERIALIZED ({cand})"]
         lists: list[str] = []
 
         for signal, tsquery in (("query", self._any_word(query, params)), ("text", self._every_word(text, params))):

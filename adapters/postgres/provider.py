@@ -32,6 +32,7 @@ from adapters.base import (
     NewRecord,
     Page,
     ProviderRejected,
+    ProviderUnavailable,
     RecallAnswer,
     RecallQuery,
     Record,
@@ -75,9 +76,12 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
         schema: str = DEFAULT_SCHEMA,
         text_config: str = DEFAULT_TEXT_CONFIG,
         owns_engine: bool = False,
+        wait_for_database: bool = False,
     ) -> Self:
         """The provider on `engine`, its schema made if missing. The engine is the caller's to dispose of
-        unless `owns_engine`."""
+        unless `owns_engine`. A database that cannot be reached is `ProviderUnavailable`, unless
+        `wait_for_database`: then the provider opens anyway and makes its schema on the first call that
+        reaches the database (the gateway's way, so that a provider down at start does not stop it)."""
         provider = cls(
             engine,
             identifier(schema, "schema"),
@@ -86,6 +90,10 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
         )
         try:
             await provider._make_schema()
+        except ProviderUnavailable:
+            if not wait_for_database:
+                await provider.close()
+                raise
         except BaseException:
             await provider.close()
             raise
@@ -108,6 +116,7 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
             schema=options.get("schema", DEFAULT_SCHEMA),
             text_config=options.get("text_config", DEFAULT_TEXT_CONFIG),
             owns_engine=True,
+            wait_for_database=True,
         )
 
     def capabilities(self) -> Capabilities:

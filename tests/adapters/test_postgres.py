@@ -166,3 +166,26 @@ async def _waiting_for_a_lock(engine: AsyncEngine, application: str) -> bool:
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = :a AND wait_event_type = 'Lock'"),
             {"a": application})
         return bool(found.scalar_one())
+
+
+async def test_the_gateway_s_provider_opens_while_its_database_is_down_and_says_so_on_each_call(
+        tmp_path: Path, stamps: Stamps) -> None:  # fmt: skip
+    """Opened by the gateway (the factory) with nothing listening: it opens, so the gateway starts; the
+    start-up probe and every call are ProviderUnavailable, never a crash or a caller's error."""
+    import httpx
+
+    from adapters.postgres import factory
+
+    async with httpx.AsyncClient() as client:
+        provider = await factory({"url": "postgresql://postgres@127.0.0.1:1/test"}, client=client,
+                                 data_dir=tmp_path, api_key=None)
+    try:
+        assert isinstance(provider, PostgresProvider)
+        with pytest.raises(ProviderUnavailable):
+            await provider.probe()
+        with pytest.raises(ProviderUnavailable):
+            await provider.remember(M1, stamps.record("x"))
+        with pytest.raises(ProviderUnavailable):
+            await provider.recall([M1], RecallQuery(text="x"))
+    finally:
+        await provider.close()
