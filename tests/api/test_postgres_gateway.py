@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -132,3 +133,19 @@ async def test_a_recall_at_the_root_ranks_branches_on_local_and_postgres_togethe
             assert not [d for d in body["degraded"] if d.startswith("provider:")]
             scores = [h["score"] for h in body["results"]]
             assert scores == sorted(scores, reverse=True)
+
+
+def test_state_on_postgresql_with_the_sqlite_default_is_warned_about_once(caplog: pytest.LogCaptureFixture) -> None:
+    """`[state]` on PostgreSQL and `[default] provider` still the SQLite file: one warning naming the
+    provider and the way out; with a postgres default, or state on SQLite, none."""
+    from gateway.config import from_mapping
+    from gateway.federation.preflight import warn_unshared_default
+
+    state = {"url": STATE_URL}
+    caplog.set_level(logging.WARNING, logger="memfed.startup")
+    assert warn_unshared_default(from_mapping({"state": state}))
+    said = [r.getMessage() for r in caplog.records if r.name == "memfed.startup"]
+    assert len(said) == 1 and "local" in said[0] and 'adapter = "postgres"' in said[0]
+    shared = {"providers": {"shared": {"adapter": "postgres"}}, "default": {"provider": "shared"}}
+    assert not warn_unshared_default(from_mapping({"state": state, **shared}))
+    assert not warn_unshared_default(from_mapping({}))
