@@ -89,8 +89,12 @@ def _compare(
         if kind != "json":
             return f"{column} {_RANGE_SQL[op]} {p}", params
         # jsonb orders across kinds (every string before every number); a range on numbers matches numbers.
-        wanted = "number" if isinstance(value, int | float) else "string"
-        return f"(jsonb_typeof({column}) = '{wanted}' AND {column} {_RANGE_SQL[op]} {operand})", params
+        if isinstance(value, int | float):
+            return f"(jsonb_typeof({column}) = 'number' AND {column} {_RANGE_SQL[op]} {operand})", params
+        # jsonb compares strings in the database's collation; byte order is what SQLite compares by.
+        params[name] = value
+        return (f"(jsonb_typeof({column}) = 'string' AND ({column} #>> '{{}}') COLLATE \"C\" {_RANGE_SQL[op]}"
+                f" CAST({p} AS text))"), params
     raise ProviderRejected(f"unknown filter op {op!r}")
 
 

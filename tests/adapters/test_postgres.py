@@ -13,7 +13,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from adapters.base import Part, ProviderRejected, ProviderUnavailable, RecallQuery
+from adapters.base import Condition, Part, ProviderRejected, ProviderUnavailable, RecallQuery
+from adapters.local import LocalProvider
 from adapters.postgres import PostgresProvider
 from tests._postgres import PG_URL, fresh_schema
 from tests.adapters.harnesses import M1, M2, Stamps
@@ -189,3 +190,50 @@ async def test_the_gateway_s_provider_opens_while_its_database_is_down_and_says_
             await provider.recall([M1], RecallQuery(text="x"))
     finally:
         await provider.close()
+
+
+FILTERS = [
+    Condition("attributes.n", "eq", 3),
+    Condition("attributes.n", "ne", 3),
+    Condition("attributes.n", "gt", 2),
+    Condition("attributes.n", "lte", 2.5),
+    Condition("attributes.name", "gt", "M"),
+    Condition("attributes.name", "lt", "b"),
+    Condition("attributes.name", "in", ["ann", "Zoe", "nobody"]),
+    Condition("attributes.n", "eq", None),
+    Condition("attributes.flag", "eq", True),
+    Condition("type", "in", ["fact"]),
+    Condition("time.valid_to", "eq", None),
+]
+
+
+@pytest.mark.parametrize("cond", FILTERS, ids=lambda c: f"{c.field}-{c.op}-{c.value}")
+async def test_a_filter_selects_what_it_selects_on_the_sqlite_provider(
+        cond: Condition, tmp_path: Path) -> None:  # fmt: skip
+    """The same records on both embedded providers, the same filter: the same records match (numbers
+    compare with numbers, strings with strings in byte order, a missing or null attribute is null)."""
+    values: list[dict[str, object]] = [
+        {"n": 3, "name": "ann"}, {"n": 2, "name": "Zoe", "flag": True}, {"n": "3", "name": "bob"},
+        {"name": "Mia"}, {"n": None, "flag": False}, {"n": 10, "name": 5},
+    ]
+    local = await LocalProvider.open(tmp_path / "records.sqlite3")
+    try:
+        async with fresh_schema("pgrecords") as (engine, schema):
+            pg = await PostgresProvider.open(engine, schema=schema)
+            try:
+                matched = []
+                for provider in (local, pg):
+                    stamps = Stamps()
+                    titles = {}
+                    for i, attributes in enumerate(values):
+                        made = await provider.remember(M1, stamps.record(
+                            f"record {i}", type="fact" if i % 2 else "note", attributes=attributes))
+                        titles[made.id] = i
+                    found = await provider.recall([M1], RecallQuery(filters=(cond,), limit=50))
+                    matched.append(sorted(titles[h.record.id] for h in found.hits))
+                assert matched[0], "each filter here selects something"
+                assert matched[1] == matched[0]
+            finally:
+                await pg.close()
+    finally:
+        await local.close()
