@@ -12,12 +12,24 @@ and so none across memories.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from adapters.base import Condition, ProviderRejected, Signal
 from adapters.postgres._schema import COLUMNS
 from adapters.version_rows import parse_instant, to_json
+
+# Letters and digits, the tokens of the SQLite provider's unicode61 tokenizer: everything else is a
+# separator on both providers, so "2026-10-09" is three words here too (PostgreSQL's own parser would
+# read "-10" as a signed number, and hyphenated or dotted runs as one token beside their parts).
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words_only(text: str) -> str:
+    """`text` as its words, space-separated: what goes into a tsvector and a tsquery."""
+    return " ".join(_WORD.findall(text))
+
 
 TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
 _RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -224,9 +236,10 @@ class Statements:
     def _any_word(self, question: str | None, params: dict[str, Any]) -> str | None:
         """Meaning, emulated by words: any word of the question, stop words dropped by the configuration
         (each word parsed on its own by plainto_tsquery, so nothing in it is tsquery syntax), OR'd."""
-        if not question or not question.strip():
+        tokens = _WORD.findall(question or "")
+        if not tokens:
             return None
-        params["query_words"] = question.split()
+        params["query_words"] = list(dict.fromkeys(tokens))
         return (
             "(SELECT coalesce(CAST(string_agg(w.q::text, ' | ') FILTER (WHERE w.q::text <> '') AS tsquery),"
             " ''::tsquery) FROM unnest(CAST(:query_words AS text[])) AS u(word),"
@@ -235,7 +248,8 @@ class Statements:
 
     def _every_word(self, text: str | None, params: dict[str, Any]) -> str | None:
         """Words: every word of `text` must occur (plainto_tsquery ANDs them)."""
-        if not text or not text.strip():
+        joined = words_only(text or "")
+        if not joined:
             return None
-        params["text_words"] = text
+        params["text_words"] = joined
         return f"plainto_tsquery({self.config}, :text_words)"

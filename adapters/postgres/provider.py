@@ -53,7 +53,7 @@ from adapters.media import refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
 from adapters.postgres._connections import PostgresConnections, execute, rows
 from adapters.postgres._schema import DEFAULT_SCHEMA, DEFAULT_TEXT_CONFIG, identifier
-from adapters.postgres._sql import Statements
+from adapters.postgres._sql import Statements, words_only
 from adapters.postgres.queries import PostgresQueries
 from adapters.versioning import not_before, or_keep, refuse_following, revised
 
@@ -381,7 +381,8 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
     async def _append(self, db: AsyncConnection, version: Record) -> Record:
         row = rows_codec.columns(version)
         title, body = local_types.searchable(version)  # a registered type's projection is found by recall
-        await execute(db, self._sql.insert, {**row, "search_title": title, "search_body": body})
+        words = {"search_title": words_only(title), "search_body": words_only(body)}
+        await execute(db, self._sql.insert, {**row, **words})
         return rows_codec.record(row)
 
     async def _close_version(self, db: AsyncConnection, current: Record, at: datetime) -> None:

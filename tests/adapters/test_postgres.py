@@ -100,15 +100,17 @@ async def test_a_score_depends_on_the_memory_s_own_records_only(stamps: Stamps) 
 
 
 async def test_text_postgresql_cannot_hold_is_the_callers_mistake(stamps: Stamps) -> None:
-    """A NUL character (which PostgreSQL text cannot hold) in a title, or in the words asked for, is
-    refused as the caller's, and nothing is written; it is not the provider failing."""
+    """A NUL character (which PostgreSQL text cannot hold) in a title, or in a filter's value, is refused
+    as the caller's, and nothing is written; it is not the provider failing. In the words asked for it is
+    a separator, as on SQLite, so a recall by words answers."""
     async with fresh_schema("pgrecords") as (engine, schema):
         provider = await PostgresProvider.open(engine, schema=schema)
         try:
             with pytest.raises(ProviderRejected):
                 await provider.remember(M1, stamps.record("fine", title="bad\x00title"))
             with pytest.raises(ProviderRejected):
-                await provider.recall([M1], RecallQuery(text="bad\x00"))
+                await provider.recall([M1], RecallQuery(filters=(Condition("attributes.k", "eq", "bad\x00"),)))
+            assert (await provider.recall([M1], RecallQuery(text="bad\x00"))).abstain
             assert (await provider.count([M1]))[M1] == 0
         finally:
             await provider.close()
