@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,8 +28,10 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def words_only(text: str) -> str:
-    """`text` as its words, space-separated: what goes into a tsvector and a tsquery."""
-    return " ".join(_WORD.findall(text))
+    """`text` as its words, space-separated and without diacritics (as unicode61's remove_diacritics
+    reads them: "Zürich" is "Zurich"): what goes into a tsvector and a tsquery."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(folded))
 
 
 TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
@@ -236,7 +239,7 @@ class Statements:
     def _any_word(self, question: str | None, params: dict[str, Any]) -> str | None:
         """Meaning, emulated by words: any word of the question, stop words dropped by the configuration
         (each word parsed on its own by plainto_tsquery, so nothing in it is tsquery syntax), OR'd."""
-        tokens = _WORD.findall(question or "")
+        tokens = words_only(question or "").split()
         if not tokens:
             return None
         params["query_words"] = list(dict.fromkeys(tokens))

@@ -239,3 +239,38 @@ async def test_a_filter_selects_what_it_selects_on_the_sqlite_provider(
                 await pg.close()
     finally:
         await local.close()
+
+
+@pytest.mark.parametrize("cond", [
+    Condition("colour", "eq", "red"),
+    Condition("time.created", "eq", "2026-01-01"),
+    Condition("attributes.", "eq", 1),
+    Condition("attributes.n", "gt", None),
+    Condition("attributes.n", "gt", True),
+    Condition("attributes.n", "eq", {"a": 1}),
+    Condition("attributes.n", "in", "abc"),
+    Condition("time.written_at", "gt", "yesterday"),
+    Condition("type", "eq", 3),
+], ids=lambda c: f"{c.field}-{c.op}-{c.value}")
+async def test_a_filter_that_cannot_be_evaluated_is_refused_not_guessed(cond: Condition) -> None:
+    """An unknown field, an empty attribute key or a value of the wrong kind is the caller's mistake."""
+    async with fresh_schema("pgrecords") as (engine, schema):
+        provider = await PostgresProvider.open(engine, schema=schema)
+        try:
+            with pytest.raises(ProviderRejected):
+                await provider.recall([M1], RecallQuery(filters=(cond,)))
+        finally:
+            await provider.close()
+
+
+async def test_an_attribute_key_with_a_quote_is_a_key_like_any_other(stamps: Stamps) -> None:
+    """PostgreSQL names any key, so `attributes.a"b` filters (SQLite's JSON path cannot, and refuses it)."""
+    async with fresh_schema("pgrecords") as (engine, schema):
+        provider = await PostgresProvider.open(engine, schema=schema)
+        try:
+            quoted = await provider.remember(M1, stamps.record("q", attributes={'a"b': 1}))
+            await provider.remember(M1, stamps.record("r", attributes={"ab": 1}))
+            found = await provider.recall([M1], RecallQuery(filters=(Condition('attributes.a"b', "eq", 1),)))
+            assert [h.record.id for h in found.hits] == [quoted.id]
+        finally:
+            await provider.close()
