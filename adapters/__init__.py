@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 REGISTRY: Mapping[str, str] = {
     "local": "adapters.local",
     "mem0": "adapters.mem0",
+    "plugin": "adapters.plugin",
     "postgres": "adapters.postgres",
     "saas": "adapters.saas",
     "zep": "adapters.zep",

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from gateway.agent import outbox
 from gateway.agent.mcp.server import attach as attach_mcp
@@ -39,24 +39,31 @@ from gateway.api import (
     snapshots,
 )
 from gateway.api import queries as queries_api
+from gateway.api import ratification as ratification_api
 from gateway.api import types as types_api
-from gateway.api._endpoint import Endpoint, route
+from gateway.api._endpoint import Endpoint
+from gateway.api._endpoint import routes as api_routes
+from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog
 from gateway.audit.seal import Seal
+from gateway.audit.store import create_audit_tables_on
 from gateway.config import Config
 from gateway.console import Console
 from gateway.errors import ApiError
 from gateway.federation.preflight import preflight
 from gateway.federation.providers import Providers
+from gateway.ops import health
+from gateway.ops.health import Readiness
 from gateway.services import Services
 from gateway.state.files import FileStore
 from gateway.state.private_files import private_dir, private_file
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
 from gateway.telemetry import configure as configure_tracing
+from gateway.telemetry.export import Telemetry
 
 log = logging.getLogger("memfed.app")
 
@@ -80,47 +87,58 @@ def endpoints() -> list[Endpoint]:
         *agent.ENDPOINTS,
         *harnesses.ENDPOINTS,
         *queries_api.ENDPOINTS,
+        *ratification_api.ENDPOINTS,
     ]
 
 
-async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None) -> Services:
+async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None,
+                        first_admin: bool = False) -> Services:
+    """Everything a request needs, opened; on any failure (or a cancellation) what was opened is closed again,
+    so a start that fails leaves no connection thread behind to keep the process from exiting.
+
+    With `first_admin`, an empty state store gets its first admin (MEMFED_ADMIN_KEY, or a key printed
+    once) under the startup lock, with the tables (gateway/state/startup.py)."""
     preflight(config)  # an unknown adapter or an unset key variable: one line, before anything is opened
     private_dir(config.data_dir)
     if (url := config.database_url()).startswith("sqlite+aiosqlite:///") and ":memory:" not in url:
         private_file(Path(url[len("sqlite+aiosqlite:///") :]))  # before SQLite makes it world-readable
-    configure_tracing(config.telemetry_exporter)
-    store = await StateStore.open(config.database_url(), search_path=config.state_schema)
-    try:
+    configure_tracing(config.telemetry_exporter, otlp_endpoint=config.otlp_endpoint)
+    given = os.environ.get("MEMFED_ADMIN_KEY", "") if first_admin else None
+    async with contextlib.AsyncExitStack() as opened:
+        store = await StateStore.open(url, search_path=config.state_schema, schemas=(create_audit_tables_on,),
+                                      first_admin=given)
+        opened.push_async_callback(store.close)
+        if store.first_admin and not given:
+            print(f"memfed: created the first admin member {store.first_admin[0]}; its API key (shown once): "
+                  f"{store.first_admin[1]}", file=sys.stderr, flush=True)
         providers = await Providers.open(config, http_client)
-    except BaseException:
-        await store.close()  # its connection thread would keep a command from exiting after it said why
-        raise
-    audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled,
-                                    flush_interval=config.audit_flush_ms / 1000, batch_size=config.audit_batch_size,
-                                    seal=Seal.from_env(config.audit_seal_env))
-    await audit_log.start()
-    services = Services(
-        config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),
-        audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours, config.write_lease_seconds),
-    )
-    if config.oidc:
-        from gateway.identity.oidc import OidcSettings, OidcVerifier
+        opened.push_async_callback(providers.close)
+        audit_log = audit or AuditLog(store.engine, config.data_dir, enabled=config.audit_enabled,
+                                        flush_interval=config.audit_flush_ms / 1000,
+                                        batch_size=config.audit_batch_size, seal=Seal.from_env(config.audit_seal_env))
+        await audit_log.start()
+        opened.push_async_callback(audit_log.close)
+        services = Services(
+            config=config, store=store, providers=providers, files=FileStore(store, config.data_dir / "files"),
+            audit=audit_log, idempotency=Idempotency(store, config.idempotency_hours, config.write_lease_seconds),
+            limits=MemberLimits(config.limits),
+        )
+        if config.oidc:
+            from gateway.identity.oidc import OidcSettings, OidcVerifier
 
-        services.oidc = OidcVerifier(OidcSettings.from_toml(config.oidc), providers.client)
-    services.openapi = build_openapi(endpoints())
+            services.oidc = OidcVerifier(OidcSettings.from_toml(config.oidc), providers.client)
+        services.openapi = build_openapi([*endpoints(), *health.DOCUMENTED])
+        opened.pop_all()  # opened: from here on the caller closes them (Services.close)
     return services
 
 
 async def bootstrap_admin(store: StateStore, announce: bool = True) -> str | None:
-    """On an empty state store, make the first admin: MEMFED_ADMIN_KEY, or a key printed once."""
-    if store.member_count():
-        return None
+    """On an empty state store, make the first admin: MEMFED_ADMIN_KEY, or a key printed once. Under the
+    startup lock, so a gateway starting beside this one does not make a second."""
     given = os.environ.get("MEMFED_ADMIN_KEY")
-    admin = await store.create_member("admin", "human", is_admin=True)
-    _, secret = await store.create_key(admin.id, given or None)
-    if not given and announce:
-        print(f"memfed: created the first admin member {admin.id}; its API key (shown once): {secret}",
-              file=sys.stderr, flush=True)
+    secret = await store.make_first_admin(given)
+    if secret is not None and not given and announce:
+        print(f"memfed: created the first admin; its API key (shown once): {secret}", file=sys.stderr, flush=True)
     return secret
 
 
@@ -129,7 +147,12 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     if status == 404:
         return ApiError(404, "memfed_route_not_found", "No such route.").response()
     if status == 405:
-        return ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        answer = ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        # RFC 9110: a 405 names the methods the route does take (Starlette puts them on the exception).
+        allow = (getattr(exc, "headers", None) or {}).get("Allow")
+        if allow:
+            answer.headers["allow"] = allow
+        return answer
     return ApiError(status, "memfed_http_error", str(getattr(exc, "detail", "error"))).response()
 
 
@@ -140,29 +163,31 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(config: Config, *, services: Services | None = None, http_client: Any = None,
-               freeze_heap: bool = False) -> Starlette:
-    """The app. Given `services`, it uses them as they are (tests); otherwise its lifespan opens them.
+               freeze_heap: bool = False, readiness: Readiness | None = None,
+               telemetry: Telemetry | None = None) -> Starlette:
+    """The app. Given `services`, it uses them as they are (tests); given `readiness` and no services, it
+    waits for `begin_serving` (memfed serve: the port answers the probes while the state loads); otherwise
+    its lifespan opens them.
 
     `freeze_heap` (for `memfed serve`): everything built at start-up (the tree, the routes, the imported
     modules) is moved out of the garbage collector's sight, so its full collections, which would otherwise
     walk all of it, stay short pauses in the middle of requests."""
     holder: dict[str, Services] = {}
+    deferred = readiness is not None and services is None
+    ready = readiness or Readiness()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if deferred:
+            yield  # memfed serve opens the services beside the server and closes them after it
+            return
         opened = services is None
-        current = services or await open_services(config, http_client=http_client)
-        holder["services"] = current
-        app.state.services = current
-        await bootstrap_admin(current.store)
-        await outbox.start_background(current)
-        if freeze_heap:
-            gc.collect()
-            gc.freeze()
+        current = services or await open_services(config, http_client=http_client, first_admin=True)
+        await begin_serving(app, current)
         try:
             yield
         finally:
-            await outbox.stop_background(current)
+            await end_serving(app)
             if opened:
                 await current.close()
 
@@ -173,20 +198,54 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
             return getattr(holder["services"], name)
 
     lazy: Any = _Lazy()
-    routes: list[BaseRoute] = [route(e, lazy) for e in endpoints()]
+    routes: list[BaseRoute] = [*api_routes(endpoints(), lazy)]
     console = Console(lambda: holder["services"]) if config.console_enabled else None
     if console is not None:
         routes += console.routes()
+    if telemetry is not None and telemetry.serves_metrics_route:
+        routes.append(Route("/metrics", telemetry.metrics_route, methods=["GET"]))  # no credentials: see README
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(TracingMiddleware), Middleware(VersionMiddleware)],
+        middleware=[Middleware(TracingMiddleware), Middleware(VersionMiddleware),
+                    Middleware(health.ReadinessGate, readiness=ready)],
         exception_handlers={HTTPException: _not_found, Exception: _server_error},
     )
+    app.state.holder, app.state.readiness, app.state.freeze_heap = holder, ready, freeze_heap
     if services is not None:
         holder["services"] = services
         app.state.services = services
+        ready.loaded(services)
     attach_mcp(app, lambda: holder["services"])
     if console is not None:
         console.app = app  # its API calls go through the whole app, middleware included
     return app
+
+
+async def begin_serving(app: Starlette, services: Services) -> None:
+    """The services are open: requests reach them, the outbox worker starts, readiness turns ready."""
+    app.state.holder["services"] = services
+    app.state.services = services
+    await outbox.start_background(services)
+    if app.state.freeze_heap:
+        gc.collect()
+        gc.freeze()
+    app.state.readiness.checks["coherence"] = lambda: _caught_up(services)
+    app.state.readiness.loaded(services)
+
+
+async def _caught_up(services: Services) -> str:
+    """Readiness of the tree: this instance has applied every change another instance wrote."""
+    try:
+        await services.store.catch_up()
+    except Exception:  # the state store check names an unreachable store; this only says it is not current
+        return "behind"
+    return "ok"
+
+
+async def end_serving(app: Starlette) -> None:
+    """No more requests are taken; the outbox worker stops (a row it was sending keeps its lease and is
+    looked for at its provider before it is sent again)."""
+    app.state.readiness.drain()
+    if (services := app.state.holder.get("services")) is not None:
+        await outbox.stop_background(services)

@@ -7,6 +7,7 @@ Secrets are never written in the file: a provider names the environment variable
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,26 @@ class ProviderConfig:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """`[limits]`: what one member may ask at once, and how long a call waits for a provider's slot.
+
+    `member_concurrency` requests in flight and `member_rate` requests per second (with bursts of
+    `member_burst`) per member, administrators excepted; 0 is no limit. Past either the answer is 429
+    `rate_limit_error` with Retry-After. `queue_seconds` is the longest a provider call outside a recall
+    waits for a slot (the provider's concurrency bound, an adapter's own pool) before it is answered 503
+    `busy`; a recall waits only within its deadline."""
+
+    member_concurrency: int = 0
+    member_rate: float = 0.0
+    member_burst: int = 0
+    queue_seconds: float = 5.0
+
+    def burst(self) -> int:
+        """Requests one member may make at once above the rate: `member_burst`, else a second's worth."""
+        return self.member_burst or max(1, int(self.member_rate))
+
+
+@dataclass(frozen=True)
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -60,6 +81,10 @@ class Config:
     recall_cap: int = 200
     recall_default_limit: int = 10
     recall_max_limit: int = 200
+    # The most a recall takes (s): waits for providers' slots, their calls and a retry all fit in it, and
+    # what missed it is in `degraded`. A request's `timeout` may shorten it.
+    recall_deadline: float = 2.5
+    limits: Limits = field(default_factory=Limits)
     file_max_bytes: int = 10 * 1024 * 1024
     audit_enabled: bool = True
     audit_flush_ms: int = 1000
@@ -72,6 +97,11 @@ class Config:
     write_lease_seconds: float = 15.0
     telemetry_exporter: str = "none"
     console_enabled: bool = True
+    telemetry_metrics: tuple[str, ...] = ()  # "prometheus" (served at /metrics), "otlp" (sent to otlp_endpoint)
+    metrics_port: int | None = None  # /metrics on a port of its own instead of the gateway's
+    otlp_endpoint: str | None = None  # a collector's base URL (OTLP over HTTP): /v1/traces, /v1/metrics
+    # After the first SIGTERM, how long requests already taken may run before they are cancelled.
+    grace_seconds: float = 30.0
 
     def database_url(self) -> str:
         """SQLAlchemy async URL of the state store; `postgresql://` is given the asyncpg driver."""
@@ -96,6 +126,7 @@ def _replace(config: Config, values: Mapping[str, Any]) -> Config:
 _TOP_KEYS = {
     "server", "state", "recall", "files", "providers", "default", "auth", "audit", "idempotency", "telemetry",
     "console",
+    "limits",
 }
 
 
@@ -130,6 +161,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
     return Config(
         host=str(server.get("host", "127.0.0.1")),
         port=int(server.get("port", 8080)),
+        grace_seconds=_seconds(server, "grace_seconds", 30.0, what="server.grace_seconds", zero=True) or 0.0,
         data_dir=Path(server.get("data_dir", ".memfed")),
         state_url=state.get("url"),
         state_schema=state.get("schema"),
@@ -138,6 +170,8 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         recall_cap=_positive(recall, "cap", 200),
         recall_default_limit=_positive(recall, "default_limit", 10),
         recall_max_limit=_positive(recall, "max_limit", 200),
+        recall_deadline=_seconds(recall, "deadline", 2.5, what="recall.deadline") or 2.5,
+        limits=_limits(_table(raw, "limits")),
         file_max_bytes=_positive(files, "max_bytes", 10 * 1024 * 1024),
         audit_enabled=bool(audit.get("enabled", True)),
         audit_flush_ms=_positive(audit, "flush_ms", 1000),
@@ -146,11 +180,60 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         oidc=dict(oidc) if isinstance(oidc, Mapping) else None,
         idempotency_hours=_positive(_table(raw, "idempotency"), "keep_hours", 24),
         write_lease_seconds=_seconds(_table(raw, "idempotency"), "lease_seconds", None) or 15.0,
-        telemetry_exporter=_choice(_table(raw, "telemetry"), "exporter", ("none", "console"), "none"),
+        **_telemetry(_table(raw, "telemetry")),
         console_enabled=bool(_table(raw, "console").get("enabled", True)),
     )
 
 
+def _telemetry(table: Mapping[str, Any]) -> dict[str, Any]:
+    exporter = _choice(table, "exporter", ("none", "console", "otlp"), "none")
+    wanted = table.get("metrics", [])
+    if isinstance(wanted, str):
+        wanted = [] if wanted == "off" else [wanted]
+    if not isinstance(wanted, list) or any(w not in ("prometheus", "otlp") for w in wanted):
+        raise ConfigError('telemetry.metrics must be "off", "prometheus", "otlp" or a list of those')
+    endpoint = table.get("otlp_endpoint")
+    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))):
+        raise ConfigError("telemetry.otlp_endpoint must be an http:// or https:// URL")
+    if (exporter == "otlp" or "otlp" in wanted) and not endpoint:
+        raise ConfigError("telemetry.otlp_endpoint is required to export by OTLP")
+    port = table.get("metrics_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ConfigError("telemetry.metrics_port must be a port number")
+    return {"telemetry_exporter": exporter, "telemetry_metrics": tuple(dict.fromkeys(wanted)),
+            "metrics_port": port, "otlp_endpoint": endpoint.rstrip("/") if endpoint else None}
+
+
+_LIMIT_KEYS = {"member_concurrency", "member_rate", "member_burst", "queue_seconds"}
+
+
+def _limits(table: Mapping[str, Any]) -> Limits:
+    unknown = set(table) - _LIMIT_KEYS
+    if unknown:
+        raise ConfigError(f"limits.{sorted(unknown)[0]}: unknown setting")
+    return Limits(
+        member_concurrency=_count(table, "member_concurrency"),
+        member_rate=_rate(table, "member_rate"),
+        member_burst=_count(table, "member_burst"),
+        queue_seconds=_seconds(table, "queue_seconds", 5.0, what="limits.queue_seconds") or 5.0,
+    )
+
+
+def _rate(table: Mapping[str, Any], key: str) -> float:
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"limits.{key} must be a number of requests per second, 0 or more (0: no limit)")
+    return float(value)
+
+
+def _count(table: Mapping[str, Any], key: str) -> int:
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"limits.{key} must be a whole number, 0 or more (0: no limit)")
+    return value
+
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PROVIDER_KEYS = {
     "adapter", "base_url", "api_key_env", "timeout", "concurrency", "failure_threshold", "reset_after",
     "write_settle",
@@ -160,6 +243,9 @@ _PROVIDER_KEYS = {
 def _provider(name: str, table: Any) -> ProviderConfig:
     if not isinstance(table, Mapping):
         raise ConfigError(f"providers.{name} must be a table")
+    if not _PROVIDER_NAME.fullmatch(name):
+        # The name stands in `degraded` entries (provider:NAME:...), whose parts a colon separates.
+        raise ConfigError(f"providers.{name!r}: a provider's name is letters, digits, '_', '-' and '.'")
     if "api_key" in table:
         raise ConfigError(f"providers.{name}.api_key: put the key in an environment variable and name it "
                           "with api_key_env")

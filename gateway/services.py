@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
 from gateway.audit import AuditLog, Coverage, DecisionEntry
-from gateway.config import Config
+from gateway.config import Config, Limits
 from gateway.federation.counts import RecordCounts
 from gateway.federation.plans import RecallPlans
 from gateway.federation.providers import Providers
@@ -34,6 +35,7 @@ class Services:
     busy: dict[str, str] = field(default_factory=dict)  # memory id -> running consolidation run id
     counts: RecordCounts = field(default_factory=RecordCounts)
     plans: RecallPlans = field(default_factory=RecallPlans)
+    limits: MemberLimits = field(default_factory=lambda: MemberLimits(Limits()))
 
     def written(self, memory_id: str) -> None:
         """A write through the gateway changed this memory's records: its cached count is stale."""

@@ -97,6 +97,16 @@ def can(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: s
     return privilege in effective(tree, principals, memory_id)
 
 
+def may_read(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
+    """Whether an answer may show the caller the records of a memory, the one its own write made included.
+
+    Only `read` shows a record. A write answers what the provider made of it (the version a revise or a
+    forget wrote repeats what the caller did not state, a type's operation or an observe may change
+    records it never saw), so a caller that may write but not read is answered with an acknowledgement.
+    """
+    return "read" in effective(tree, principals, memory_id)
+
+
 # --------------------------------------------------------------------------- explained decisions
 
 

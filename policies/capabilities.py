@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from adapters import degraded as entries
 from adapters.base import Capabilities, RecallQuery, Signal
 
 
@@ -42,7 +43,7 @@ def narrow(query: RecallQuery, keep: Sequence[Signal]) -> RecallQuery:
 
 def signal_degradations(splits: Mapping[str, SignalSplit]) -> list[str]:
     """`<signal>:not_supported` when no provider in the plan has it; otherwise one entry per provider
-    that lacks it, `<signal>:not_supported:provider:<name>`, so the caller knows which part of the
+    that lacks it, `provider:<name>:<signal>:not_supported`, so the caller knows which part of the
     tree was searched without it."""
     out: list[str] = []
     signals: list[Signal] = []
@@ -55,18 +56,18 @@ def signal_degradations(splits: Mapping[str, SignalSplit]) -> list[str]:
         if not lacking:
             continue
         if len(lacking) == len(splits):
-            out.append(f"{signal}:not_supported")
+            out.append(entries.entry(signal, "not_supported"))
         else:
-            out.extend(f"{signal}:not_supported:provider:{name}" for name in lacking)
+            out.extend(entries.provider_entry(name, entries.entry(signal, "not_supported")) for name in lacking)
     return out
 
 
 def emulation_notes(query: RecallQuery, capabilities: Mapping[str, Capabilities]) -> list[str]:
-    """`<signal>:emulated:provider:<name>` for an asked signal a provider answers only by emulation."""
+    """`provider:<name>:<signal>:emulated` for an asked signal a provider answers only by emulation."""
     asked = query.signals()
     notes = []
     for name in sorted(capabilities):
         for signal in capabilities[name].emulated_signals:
             if signal in asked:
-                notes.append(f"{signal}:emulated:provider:{name}")
+                notes.append(entries.provider_entry(name, entries.entry(signal, "emulated")))
     return notes

@@ -11,6 +11,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from adapters import degraded as entries
 from policies.access import TreeView, walk_down
 
 DEFAULT_CAP = 200
@@ -53,7 +54,7 @@ def plan(
             covered.append(node)
         else:
             capped.append(node)
-    degraded = (f"subtree:capped_at_{cap}_memories",) if capped else ()
+    degraded = (entries.entry("subtree", f"capped_at_{cap}_memories"),) if capped else ()
     return Plan(tuple(covered), tuple(skipped), tuple(capped), degraded)
 
 

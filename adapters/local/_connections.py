@@ -9,6 +9,7 @@ and folds the write-ahead log back into the file. `LocalProvider` inherits it, a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
@@ -19,8 +20,18 @@ from typing import Self
 import aiosqlite
 
 from adapters.base import ProviderUnavailable
-from adapters.local._schema import SCHEMA, SCHEMA_VERSION, WRITE_ID_COLUMN, WRITE_ID_INDEX
-from adapters.local._sql import CHECKPOINT
+from adapters.local._schema import (
+    FILL_WORDS,
+    OLD_LIVE_INDEX,
+    SCHEMA,
+    SCHEMA_VERSION,
+    WORDS_COLUMN,
+    WORDS_INDEX,
+    WRITE_ID_COLUMN,
+    WRITE_ID_INDEX,
+    fts_words,
+)
+from adapters.local._sql import CHECKPOINT, idf
 
 READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
 
@@ -39,6 +50,9 @@ class LocalConnections:
         # parallelism; it keeps the statements of one operation (read current, close it, append the next)
         # from interleaving with another's, which would otherwise see or break a half-written chain.
         self._lock = asyncio.Lock()
+        # The rollback a failed or cancelled write left queued on the writer (see `_writing`): whoever
+        # takes the lock next waits for it first.
+        self._cleanup: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(cls, path: str | Path, *, busy_timeout: float = 5.0) -> Self:
@@ -52,6 +66,7 @@ class LocalConnections:
         db = await aiosqlite.connect(str(path), isolation_level=None)
         try:
             db.row_factory = aiosqlite.Row
+            await _functions(db)
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             await db.execute("PRAGMA journal_mode = WAL")
             await db.execute("PRAGMA synchronous = NORMAL")
@@ -60,6 +75,7 @@ class LocalConnections:
             await db.execute("PRAGMA secure_delete = ON")
             await db.executescript(SCHEMA)
             await _add_write_ids(db)
+            await _add_words(db)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             await db.close()
@@ -69,12 +85,14 @@ class LocalConnections:
             for _ in range(READERS):
                 reader = await aiosqlite.connect(str(path), isolation_level=None)
                 reader.row_factory = aiosqlite.Row
+                await _functions(reader)
                 await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
                 await reader.execute("PRAGMA query_only = ON")
                 readers.append(reader)
         return cls(db, readers)
 
     async def close(self) -> None:
+        await self._settled()
         for reader in self._readers:
             await reader.close()
         await self._db.close()
@@ -99,6 +117,7 @@ class LocalConnections:
     async def _locked(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             try:
+                await self._settled()
                 yield self._db
             except sqlite3.Error as exc:
                 # The file is this provider's vendor: a locked, full or damaged file is the vendor
@@ -108,17 +127,33 @@ class LocalConnections:
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._locked() as db:
-            # IMMEDIATE takes the write lock up front, so two processes on one file wait rather than
-            # fail halfway when both read first and then try to write.
-            await db.execute("BEGIN IMMEDIATE")
             try:
+                # IMMEDIATE takes the write lock up front, so two processes on one file wait rather than
+                # fail halfway when both read first and then try to write.
+                await db.execute("BEGIN IMMEDIATE")
                 yield db
+                await db.execute("COMMIT")
             except BaseException:
-                # Some failures (a full disk) already rolled back; a second ROLLBACK would hide them.
-                if db.in_transaction:
-                    await db.execute("ROLLBACK")
+                # A cancelled await does not stop its statement: aiosqlite has handed it to the
+                # connection's thread, where it still runs (a BEGIN IMMEDIATE waiting for another
+                # process's lock begins once that lock is released). So the transaction's state cannot be
+                # read here. A rollback is queued behind whatever was handed over and runs after it on
+                # the same thread; it does nothing when no transaction is open (a failure that already
+                # rolled back keeps its own error). The caller is not kept waiting for it (a timed-out
+                # write answers at its timeout); the next holder of the lock waits instead.
+                self._cleanup = asyncio.ensure_future(db.rollback())
                 raise
-            await db.execute("COMMIT")
+
+    async def _settled(self) -> None:
+        """Wait (shielded: a cancelled waiter leaves it for the next) for a failed write's rollback."""
+        cleanup = self._cleanup
+        if cleanup is None:
+            return
+        # The rollback's own failure is not this caller's: the write that left it reported its error.
+        with contextlib.suppress(sqlite3.Error):
+            await asyncio.shield(cleanup)
+        if self._cleanup is cleanup:
+            self._cleanup = None
 
     async def _checkpoint(self) -> bool:
         """Fold the write-ahead log into the file and empty it; False when a reader kept it from
@@ -141,6 +176,30 @@ def _private_file(path: Path) -> None:
         return
     os.fchmod(fd, 0o600)
     os.close(fd)
+
+
+async def _functions(db: aiosqlite.Connection) -> None:
+    """The SQL functions the provider's statements call: a version's length off the word index, and a
+    word's weight in a memory (SQLite's own math functions are a compile-time option)."""
+    await db.create_function("memfed_words", 1, fts_words, deterministic=True)
+    await db.create_function("memfed_idf", 2, idf, deterministic=True)
+
+
+async def _add_words(db: aiosqlite.Connection) -> None:
+    """A file from before per-memory ranking (schema version 2) gains each version's length, read off the
+    word index once, and the index recall's statistics read; new files get the index here too."""
+    columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(versions)")}
+    if "words" not in columns:
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.execute(WORDS_COLUMN)
+            await db.execute(FILL_WORDS)
+            await db.execute("COMMIT")
+        except BaseException:
+            await asyncio.shield(db.rollback())  # the connection is closed next: nothing else is queued
+            raise
+    await db.execute(WORDS_INDEX)
+    await db.execute(OLD_LIVE_INDEX)
 
 
 async def _add_write_ids(db: aiosqlite.Connection) -> None:

@@ -7,7 +7,10 @@ and `adapters/local/provider.py` runs them.
 Every version of a record is one row of `versions`; the row that has no `invalidated_at` is the
 current one. A version written by `forget` has `forgets = 1`. `write_id` is the memfed write that made
 the version (unique in a memory, so a write sent twice is kept once), added in schema version 2: a file
-from before gains the column and its index when it is opened (`WRITE_ID_UPGRADE`). `superseded` is never stored: it is
+from before gains the column and its index when it is opened (`WRITE_ID_COLUMN`). `words` (schema version 3)
+is the version's length in tokens as FTS5 counted them, read off the word index's own sizes when the version
+is written: recall ranks a memory's records by statistics of that memory alone (adapters/local/_sql.py),
+which needs each version's length beside its memory. `superseded` is never stored: it is
 read off `invalidated_at`, so that a read `as_of` an earlier instant can show a version as it stood
 then (active, not yet closed) from the same row. `versions_fts` holds the words of every version,
 keyed by the version's `seq`, so that a recall `as_of` searches what was current at that instant.
@@ -29,7 +32,7 @@ from adapters.version_rows import ts as ts
 from adapters.version_rows import ts_or_none as ts_or_none
 from adapters.version_rows import utc as utc
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -51,13 +54,11 @@ CREATE TABLE IF NOT EXISTS versions (
     valid_from     TEXT,
     valid_to       TEXT,
     write_id       TEXT,
+    words          INTEGER,
     UNIQUE (record_id, version)
 );
 CREATE INDEX IF NOT EXISTS versions_listing
     ON versions (memory_id, invalidated_at, written_at, record_id);
--- Counting a memory's live records reads only this index (the counts on every memory and recall).
-CREATE INDEX IF NOT EXISTS versions_live
-    ON versions (memory_id, invalidated_at, forgets);
 CREATE VIRTUAL TABLE IF NOT EXISTS versions_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -69,6 +70,32 @@ WRITE_ID_COLUMN = "ALTER TABLE versions ADD COLUMN write_id TEXT"
 WRITE_ID_INDEX = (
     "CREATE UNIQUE INDEX IF NOT EXISTS versions_write ON versions (memory_id, write_id) WHERE write_id IS NOT NULL"
 )
+
+# Run after SCHEMA, like the write ids: the column for a file made before it, its values read off the word
+# index, then the index that counting a memory's live records and summing their lengths read alone (the
+# counts on every memory, and each recall's statistics); it replaces version 2's `versions_live`.
+WORDS_COLUMN = "ALTER TABLE versions ADD COLUMN words INTEGER"
+WORDS_INDEX = "CREATE INDEX IF NOT EXISTS versions_words ON versions (memory_id, invalidated_at, forgets, words)"
+OLD_LIVE_INDEX = "DROP INDEX IF EXISTS versions_live"
+# `memfed_words` is `fts_words`, registered on every connection (adapters/local/_connections.py).
+SET_WORDS = (
+    "UPDATE versions SET words = (SELECT memfed_words(sz) FROM versions_fts_docsize WHERE id = :seq) WHERE seq = :seq"
+)
+FILL_WORDS = (
+    "UPDATE versions SET words = (SELECT memfed_words(d.sz) FROM versions_fts_docsize d WHERE d.id = versions.seq)"
+    " WHERE words IS NULL"
+)
+
+
+def fts_words(sizes: bytes | None) -> int:
+    """The tokens of one row of the word index, all columns together, from its `_docsize` entry: one
+    SQLite varint per column (big-endian groups of 7 bits, the high bit saying another byte follows)."""
+    total = value = 0
+    for byte in sizes or b"":
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            total, value = total + value, 0
+    return total
 
 
 def searchable(record: Record) -> tuple[str, str]:

@@ -9,6 +9,7 @@ and the row encoding of adapters/local/_schema.py.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -20,9 +21,11 @@ from adapters.base import Condition, ProviderRejected, Signal
 # read the stored form through it too (`sql.record`, `sql.utc`, `sql.SCHEMA`).
 from adapters.local._schema import SCHEMA as SCHEMA
 from adapters.local._schema import SCHEMA_VERSION as SCHEMA_VERSION
+from adapters.local._schema import SET_WORDS as SET_WORDS
 from adapters.local._schema import Row as Row
 from adapters.local._schema import columns as columns
 from adapters.local._schema import from_ts as from_ts
+from adapters.local._schema import fts_words as fts_words
 from adapters.local._schema import parse_instant, to_json
 from adapters.local._schema import record as record
 from adapters.local._schema import searchable as searchable
@@ -50,8 +53,17 @@ FIND = f"SELECT DISTINCT record_id FROM versions WHERE {ERASABLE}"
 IN_MEMORY = "memory_id = :memory"
 CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
 
-# bm25 weights for (title, body): a word in the line that names a record says more than one in its body.
-BM25 = "bm25(versions_fts, 2.0, 1.0)"
+# bm25 as FTS5 computes it (k1, b, and the weights of (title, body): a word in the line that names a record
+# says more than one in its body), but over one memory's records: see `recall_statement`.
+K1, B = 1.2, 0.75
+TITLE_WEIGHT, BODY_WEIGHT = 2.0, 1.0
+
+
+def idf(rows: int, hits: int) -> float:
+    """A word's weight among `rows` records of which `hits` hold it, as FTS5's bm25 takes it: never
+    below a millionth, so a word in most records still counts a little. Registered as `memfed_idf`."""
+    weight = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return weight if weight > 0.0 else 1e-6
 
 
 # --------------------------------------------------------------------------- full-text expressions
@@ -81,16 +93,19 @@ def _quoted(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def match_all(text: str) -> str | None:
-    """Words: every word of `text` must occur. None when `text` holds no word at all."""
-    tokens = words(text)
-    return " AND ".join(_quoted(t) for t in tokens) if tokens else None
+def phrases_all(text: str) -> list[str]:
+    """Words: every word of `text` must occur (an empty list when `text` holds no word at all)."""
+    return [_quoted(t) for t in _distinct(words(text))]
 
 
-def match_meaning(question: str) -> str | None:
+def phrases_meaning(question: str) -> list[str]:
     """Meaning, emulated by words: any non-stopword of the question, ranked by bm25."""
-    tokens = [t for t in words(question) if t.lower() not in STOPWORDS]
-    return " OR ".join(_quoted(t) for t in tokens) if tokens else None
+    return [_quoted(t) for t in _distinct(words(question)) if t.lower() not in STOPWORDS]
+
+
+def _distinct(tokens: list[str]) -> list[str]:
+    # The index folds case, so "Acme acme" is one word, weighed once.
+    return list({t.casefold(): t for t in reversed(tokens)}.values())[::-1]
 
 
 # --------------------------------------------------------------------------- scope and filters
@@ -113,30 +128,7 @@ _RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
     """One filter as SQL over alias `v`, with its parameters named after `name`."""
-    params: dict[str, Any] = {}
-    kind: str
-    if cond.field == "type":
-        column, kind = "v.type", "text"
-    elif cond.field.startswith("time."):
-        field = cond.field.removeprefix("time.")
-        if field not in TIME_FIELDS:
-            raise ProviderRejected(
-                f"cannot filter on {cond.field!r}: time fields are {', '.join(TIME_FIELDS)}"
-            )
-        column, kind = f"v.{field}", "time"
-        if field == "invalidated_at" and as_of_given:
-            # Compare with what the read shows: a version closed after `as_of` was open then.
-            column = "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)"
-    elif cond.field.startswith("attributes."):
-        key = cond.field.removeprefix("attributes.")
-        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
-        if not key or '"' in key:
-            raise ProviderRejected(f"cannot filter on {cond.field!r}")
-        params[f"{name}_path"] = f'$."{key}"'
-        column, kind = f"json_extract(v.attributes, :{name}_path)", "json"
-    else:
-        raise ProviderRejected(f"cannot filter on {cond.field!r}: fields are type, attributes.*, time.*")
-
+    column, kind, params = _column(cond.field, name, as_of_given)
     value, op, p = cond.value, cond.op, f":{name}"
     if op == "in":
         if isinstance(value, str | bytes) or not isinstance(value, Iterable):
@@ -153,15 +145,38 @@ def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[
         if value is None or isinstance(value, bool):
             raise ProviderRejected(f"{cond.field} {op}: expected a number, a string or an instant")
         params[name] = _operand(value, kind, cond.field)
-        guard = ""
-        if kind == "json":
-            # SQLite orders every number before every string; a range on numbers must not match words.
-            if isinstance(value, int | float):
-                guard = f"typeof({column}) IN ('integer', 'real') AND "
-            else:
-                guard = f"typeof({column}) = 'text' AND "
-        return f"{guard}{column} {_RANGE_SQL[op]} {p}", params
+        return f"{_range_guard(column, kind, value)}{column} {_RANGE_SQL[op]} {p}", params
     raise ProviderRejected(f"unknown filter op {op!r}")
+
+
+def _column(field: str, name: str, as_of_given: bool) -> tuple[str, str, dict[str, Any]]:
+    """The SQL a filter's field reads, the kind of its values (text, time, json) and any parameters."""
+    if field == "type":
+        return "v.type", "text", {}
+    if field.startswith("time."):
+        part = field.removeprefix("time.")
+        if part not in TIME_FIELDS:
+            raise ProviderRejected(f"cannot filter on {field!r}: time fields are {', '.join(TIME_FIELDS)}")
+        if part == "invalidated_at" and as_of_given:
+            # Compare with what the read shows: a version closed after `as_of` was open then.
+            return "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)", "time", {}
+        return f"v.{part}", "time", {}
+    if field.startswith("attributes."):
+        key = field.removeprefix("attributes.")
+        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
+        if not key or '"' in key:
+            raise ProviderRejected(f"cannot filter on {field!r}")
+        return f"json_extract(v.attributes, :{name}_path)", "json", {f"{name}_path": f'$."{key}"'}
+    raise ProviderRejected(f"cannot filter on {field!r}: fields are type, attributes.*, time.*")
+
+
+def _range_guard(column: str, kind: str, value: Any) -> str:
+    """SQLite orders every number before every string: a range on numbers must not match words."""
+    if kind != "json":
+        return ""
+    if isinstance(value, int | float):
+        return f"typeof({column}) IN ('integer', 'real') AND "
+    return f"typeof({column}) = 'text' AND "
 
 
 def _operand(value: Any, kind: str, field: str) -> Any:
@@ -190,6 +205,15 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 
 # --------------------------------------------------------------------------- recall
 
+# How often a word occurs in one version, weighed by column, counted by FTS5 itself: `highlight` gives the
+# column back with one mark before each occurrence of the phrase matched, so the marks are the length it
+# gained. FTS5 ranks with counts of its whole table, every memory's versions in it; these counts, a
+# version's own, are the only thing taken from it.
+_FREQUENCY = (
+    f"{TITLE_WEIGHT} * (length(highlight(versions_fts, 0, char(1), '')) - length(versions_fts.title))"
+    f" + {BODY_WEIGHT} * (length(highlight(versions_fts, 1, char(1), '')) - length(versions_fts.body))"
+)
+
 
 def recall_statement(
     memory_ids: Sequence[str],
@@ -212,21 +236,48 @@ def recall_statement(
     if types:
         where += " AND v.type IN (SELECT value FROM json_each(:types))"
         params["types"] = to_json(list(types), "types")
-    ctes = [f"cand AS (SELECT * FROM versions v WHERE {where})"]
+    ctes: list[str] = []
     lists: list[str] = []
 
-    for signal, expression in (("query", query and match_meaning(query)), ("text", text and match_all(text))):
-        if signal not in signals or not expression:
-            continue
-        params[f"{signal}_match"] = expression
-        ctes.append(
-            f"sig_{signal} AS (SELECT seq, '{signal}' AS signal,"
-            " row_number() OVER (ORDER BY score, written_at DESC, record_id DESC) AS place"
-            f" FROM (SELECT c.seq, c.written_at, c.record_id, {BM25} AS score"
-            f" FROM versions_fts JOIN cand c ON c.seq = versions_fts.rowid"
-            f" WHERE versions_fts MATCH :{signal}_match)"
-            " ORDER BY place LIMIT :depth)"
+    worded = [
+        (signal, phrases, every)
+        for signal, phrases, every in (
+            ("query", phrases_meaning(query or ""), False),
+            ("text", phrases_all(text or ""), True),
         )
+        if signal in signals and phrases
+    ]
+    if worded:
+        # Each memory is its own corpus: how many records it holds, their mean length, and how many of
+        # them hold each word, all counted over the versions this recall could answer in that memory.
+        ctes.append(
+            "corpus AS (SELECT v.memory_id, count(*) AS n, avg(v.words) AS avgdl"
+            f" FROM versions v WHERE {where} GROUP BY v.memory_id)"
+        )
+    for signal, phrases, every in worded:
+        # CROSS JOIN keeps the word index outermost. The planner may otherwise probe the match once per
+        # record of the memory, which measured about 30 times slower on a 20,000-record memory.
+        branches = []
+        for i, phrase in enumerate(phrases):
+            params[f"{signal}_{i}"] = phrase
+            branches.append(
+                f"SELECT {i} AS phrase, v.seq, v.memory_id, v.written_at, v.record_id, v.words, {_FREQUENCY} AS tf"
+                f" FROM versions_fts CROSS JOIN versions v ON v.seq = versions_fts.rowid"
+                f" WHERE versions_fts MATCH :{signal}_{i} AND {where}"
+            )
+        ctes += [
+            f"hit_{signal} AS ({' UNION ALL '.join(branches)})",
+            f"idf_{signal} AS (SELECT h.memory_id, h.phrase, memfed_idf(k.n, count(*)) AS idf"
+            f" FROM hit_{signal} h JOIN corpus k ON k.memory_id = h.memory_id GROUP BY h.memory_id, h.phrase)",
+            f"score_{signal} AS (SELECT h.seq, h.written_at, h.record_id,"
+            f" sum(i.idf * ((h.tf * {K1 + 1.0}) / (h.tf + {K1} * ({1.0 - B} + {B} * h.words / k.avgdl)))) AS score"
+            f" FROM hit_{signal} h JOIN idf_{signal} i ON i.memory_id = h.memory_id AND i.phrase = h.phrase"
+            f" JOIN corpus k ON k.memory_id = h.memory_id GROUP BY h.seq"
+            + (f" HAVING count(*) = {len(phrases)})" if every else ")"),
+            f"sig_{signal} AS (SELECT seq, '{signal}' AS signal,"
+            " row_number() OVER (ORDER BY score DESC, written_at DESC, record_id DESC) AS place"
+            f" FROM score_{signal} ORDER BY place LIMIT :depth)",
+        ]
         lists.append(f"sig_{signal}")
 
     if "filters" in signals and filters:
@@ -235,6 +286,7 @@ def recall_statement(
             clause, cond_params = condition(cond, f"f{i}", as_of is not None)
             clauses.append(clause)
             params.update(cond_params)
+        ctes.append(f"cand AS (SELECT * FROM versions v WHERE {where})")
         ctes.append(
             "sig_filters AS (SELECT seq, 'filters' AS signal,"
             " row_number() OVER (ORDER BY written_at DESC, record_id DESC) AS place"

@@ -19,6 +19,7 @@ from typing import Any
 import aiosqlite
 import httpx
 
+from adapters import degraded as entries
 from adapters.base import (
     SIGNALS,
     Capabilities,
@@ -284,7 +285,8 @@ class LocalProvider(LocalConnections, LocalQueries):
     async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
         """All memories in one statement; each signal ranks on its own and the lists are fused (RRF).
         A filter-only recall therefore comes newest first. `abstain` says that words were asked for
-        and none matched."""
+        and none matched. Words rank each memory's records by bm25 over that memory's records alone
+        (adapters/local/_sql.py `recall_statement`): what other memories hold never moves an order."""
         asked = query.signals()
         if not asked:
             raise ProviderRejected("a recall needs query, text or filters")
@@ -292,7 +294,7 @@ class LocalProvider(LocalConnections, LocalQueries):
             raise ProviderRejected("limit must be at least 1")
         declared = self.capabilities().signals
         signals = [s for s in asked if s in declared]
-        degraded = tuple(f"{s}:not_supported" for s in asked if s not in declared)
+        degraded = tuple(entries.entry(s, "not_supported") for s in asked if s not in declared)
         textual = [s for s in signals if s in ("query", "text")]
 
         at = sql.ts_or_none(query.as_of)
@@ -384,6 +386,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         cursor = await db.execute(sql.INSERT, row)
         title, body = local_types.searchable(version)  # a registered type's projection is found by recall
         await db.execute(sql.INSERT_WORDS, (cursor.lastrowid, title, body))
+        await db.execute(sql.SET_WORDS, {"seq": cursor.lastrowid})
         # Read back through the same decoding as every read, so the caller gets exactly what `get` gives.
         return sql.record(row)
 

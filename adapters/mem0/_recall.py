@@ -22,6 +22,7 @@ import builtins
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from adapters import degraded as entries
 from adapters.base import (
     Capabilities,
     Hit,
@@ -73,9 +74,10 @@ class Mem0Recall:
             raise ProviderRejected("limit must be at least 1")
         for condition in query.filters:
             select.check(condition)
-        degraded = tuple(f"{s}:not_supported" for s in query.signals() if s not in self._capabilities.signals)
+        declared = self._capabilities.signals
+        degraded = tuple(entries.entry(s, "not_supported") for s in query.signals() if s not in declared)
         if query.as_of is not None:
-            degraded += ("as_of:not_supported",)
+            degraded += (entries.entry("as_of", "not_supported"),)
         unique = list(dict.fromkeys(memory_ids))
         if not unique or not (query.query or query.filters):
             return RecallAnswer(hits=(), degraded=degraded)
@@ -90,7 +92,7 @@ class Mem0Recall:
             )
             hits = _fused([r for r, _ in searched], matching)
         if limited:
-            degraded += ("pool_limited",)
+            degraded += ("pool_limited",)  # a bare condition: the gateway scopes it
         return RecallAnswer(hits=tuple(hits[: query.limit]), degraded=degraded)
 
     def _kept(self, record: Record, query: RecallQuery) -> bool:

@@ -16,6 +16,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from adapters.pace import off_the_clock
+
 T = TypeVar("T")
 
 # Keyed by server and held with the loop that made the lock: a lock is never used from another loop
@@ -42,7 +44,8 @@ def _settled(task: asyncio.Future[Any]) -> None:
 async def one_at_a_time(server: str, work: Callable[[], Awaitable[T]]) -> T:
     """`work`'s result, run while no other change of this process runs at `server`."""
     gate = _gate(server)
-    await gate.acquire()  # cancelled while waiting: nothing was sent and nothing is held
+    with off_the_clock("slot"):  # waiting behind other changes is not this server being slow
+        await gate.acquire()  # cancelled while waiting: nothing was sent and nothing is held
     try:
         task: asyncio.Future[T] = asyncio.ensure_future(work())
     except BaseException:

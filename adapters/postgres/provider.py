@@ -21,6 +21,7 @@ from typing import Any, Self
 import httpx
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from adapters import degraded as entries
 from adapters import version_rows as rows_codec
 from adapters.base import (
     SIGNALS,
@@ -294,7 +295,7 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
             raise ProviderRejected("limit must be at least 1")
         declared = self.capabilities().signals
         signals = [s for s in asked if s in declared]
-        degraded = tuple(f"{s}:not_supported" for s in asked if s not in declared)
+        degraded = tuple(entries.entry(s, "not_supported") for s in asked if s not in declared)
         textual = [s for s in signals if s in ("query", "text")]
         at = rows_codec.ts_or_none(query.as_of)
         statement = self._sql.recall(

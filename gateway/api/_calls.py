@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -17,7 +18,8 @@ from adapters.base import (
     Unsupported,
 )
 from gateway.errors import ApiError, record_not_found, unavailable, unsupported
-from gateway.federation.providers import ProviderHandle
+from gateway.federation.breaker import CircuitOpen
+from gateway.federation.providers import Missed, ProviderHandle
 from gateway.state import schema as t
 from gateway.state.tree import MemoryNode
 
@@ -50,9 +52,20 @@ def provider_failure(node: MemoryNode, exc: Exception) -> ApiError:
         return record_not_found()
     if isinstance(exc, Unsupported):
         return unsupported(str(exc) or "The memory's provider does not support this operation.")
-    if isinstance(exc, ProviderRateLimited):
-        error = unavailable(node.provider, "rate_limited")
-        error.headers = {"Retry-After": str(int(exc.retry_after))} if exc.retry_after else {}
+    if isinstance(exc, ProviderRateLimited | CircuitOpen):
+        # A breaker resting after a 429 rests as long as the vendor said: the caller is told when to come back.
+        error = unavailable(node.provider, exc.reason)
+        wait = exc.retry_after_header() if isinstance(exc, CircuitOpen) else (
+            str(max(1, math.ceil(exc.retry_after))) if exc.retry_after else None)
+        if wait is not None:
+            error.headers = {"Retry-After": wait}
+            error.detail = {**error.detail, "retry_after": int(wait)}
+        return error
+    if isinstance(exc, Missed) and exc.reason == "busy":
+        # Every slot of the provider was taken for longer than a call may wait: not the vendor failing.
+        error = unavailable(node.provider, "busy")
+        error.headers = {"Retry-After": "1"}
+        error.detail = {**error.detail, "retry_after": 1}
         return error
     if isinstance(exc, ProviderTimeout):
         return unavailable(node.provider, "timeout")

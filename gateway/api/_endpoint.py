@@ -8,10 +8,9 @@ the error envelope.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway import limits
 from gateway.answers import JSONAnswer
 from gateway.errors import ApiError
 from gateway.federation.writes import WriteIntent
@@ -29,8 +29,6 @@ from gateway.ids import new_id
 from gateway.telemetry import annotate
 
 log = logging.getLogger("memfed.api")
-
-MAX_JSON_BYTES = 2 * 1024 * 1024
 
 
 @dataclass
@@ -77,9 +75,38 @@ class Endpoint:
     write: bool = False
     invalid_code: str = "memory_invalid"
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # Other success statuses the route answers (observe: 202 when the provider writes later).
+    also: tuple[int, ...] = ()
+    # The success answer's media type when it is not JSON ("*/*": the bytes' own type).
+    media: str = "application/json"
+    # A body that is not JSON (the import's NDJSON), declared for /openapi.json; read by the handler.
+    raw_body: str | None = None
+    # Error statuses beyond those /openapi.json derives from the declaration (gateway/api/openapi.py).
+    errors: tuple[int, ...] = ()
+
+
+def routes(endpoints: Iterable[Endpoint], services: Any) -> list[Route]:
+    """One Starlette route per path, taking every method declared on it: a method the path does not
+    take is then a 405 whose `Allow` names all the ones it does (one route per method would name one)."""
+    by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    for endpoint in endpoints:  # first appearance keeps its place: literal paths stay before parameters
+        by_path.setdefault(endpoint.path, {})[endpoint.method] = _runner(endpoint, services)
+    return [_dispatching(path, runners) for path, runners in by_path.items()]
+
+
+def _dispatching(path: str, runners: dict[str, Callable[[Request], Awaitable[Response]]]) -> Route:
+    async def dispatch(request: Request) -> Response:
+        return await runners[request.method](request)
+
+    only = next(iter(runners.values())) if len(runners) == 1 else None
+    return Route(path, only or dispatch, methods=list(runners))
 
 
 def route(endpoint: Endpoint, services: Any) -> Route:
+    return Route(endpoint.path, _runner(endpoint, services), methods=[endpoint.method])
+
+
+def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[Response]]:
     async def run(request: Request) -> Response:
         started = time.perf_counter()
         request_id, client_request_id = new_id("request"), _client_request_id(request)
@@ -91,17 +118,20 @@ def route(endpoint: Endpoint, services: Any) -> Route:
             principal = await authenticate(request, services) if not endpoint.public else None
             if principal is not None:
                 annotate(member=principal.member_id)
-            query = _parse_query(endpoint, request)
-            body = await _parse_body(endpoint, request)
-            call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
-                        request_id, decisions=[], client_request_id=client_request_id)
-            try:
-                if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
-                    response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
-                else:
-                    response = await _invoke(endpoint, call)
-            finally:
-                services.journal_pending(call)
+            if endpoint.write:
+                _check_idempotency_key(request)
+            with services.limits.hold(principal):  # per-member fairness (gateway/api/fairness.py)
+                query = _parse_query(endpoint, request)
+                body = await _parse_body(endpoint, request)
+                call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
+                            request_id, decisions=[], client_request_id=client_request_id)
+                try:
+                    if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
+                        response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
+                    else:
+                        response = await _invoke(endpoint, call)
+                finally:
+                    services.journal_pending(call)
         except ApiError as error:
             response = error.response()
         response.headers["x-request-id"] = client_request_id or request_id
@@ -114,7 +144,7 @@ def route(endpoint: Endpoint, services: Any) -> Route:
         return response
 
     run.__name__ = endpoint.operation
-    return Route(endpoint.path, run, methods=[endpoint.method])
+    return run
 
 
 async def _invoke(endpoint: Endpoint, call: Call) -> Response:
@@ -153,6 +183,14 @@ def _client_request_id(request: Request) -> str | None:
     return None
 
 
+def _check_idempotency_key(request: Request) -> None:
+    """A key given is 1 to 255 characters, as /openapi.json says: an empty one is not "no key"."""
+    given = request.headers.get("idempotency-key")
+    if given is not None and not 1 <= len(given) <= 255:
+        raise ApiError(422, "memfed_invalid_request", "An Idempotency-Key is 1 to 255 characters.",
+                       param="Idempotency-Key")
+
+
 def _parse_query(endpoint: Endpoint, request: Request) -> Any:
     if endpoint.query is None:
         if request.query_params:
@@ -173,18 +211,32 @@ def _parse_query(endpoint: Endpoint, request: Request) -> Any:
 async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
     if endpoint.body is None:
         return None
-    raw = await request.body()
-    if len(raw) > MAX_JSON_BYTES:
-        raise ApiError(413, "memfed_body_too_large", "The request body is too large.",
-                       detail={"max_bytes": MAX_JSON_BYTES})
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media and media != "application/json" and not media.endswith("+json"):
+        raise ApiError(415, "memfed_json_required", "This route reads a JSON body (Content-Type: "
+                       "application/json).", detail={"content_type": media[:100]})
+    declared = limits.declared_length(request.headers)
+    if declared is not None and declared > limits.MAX_JSON_BYTES:
+        raise limits.body_too_large()
+    # Counted while it streams: a chunked body has no length to trust, and is never held past the limit.
+    raw = bytearray()
+    async for chunk in limits.bounded(request.stream(), limits.MAX_JSON_BYTES, limits.body_too_large):
+        raw += chunk
+    request._body = bytes(raw)  # what request.body() answers from now on (the idempotency key's hash reads it)
+    if not raw.strip():
+        data: Any = {}  # no body at all: every field its default (a body of `null` is not this)
+    else:
+        try:
+            data = limits.loads(bytes(raw))
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
+    if (problem := limits.plain_problem(data)) is not None:
+        where, what = problem
+        raise ApiError(422, endpoint.invalid_code, f"{where or 'The body'} {what}.", param=where or None)
     try:
-        data = json.loads(raw) if raw.strip() else None
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
-    if data is None:
-        data = {}
-    try:
-        return endpoint.body.model_validate(data)
+        # Strict, as JSON Schema reads the document: `true` is not 1 and 1 is not "1". JSON mode still
+        # reads RFC 3339 strings as datetimes. The text is known to be bounded and plain by now.
+        return endpoint.body.model_validate_json(bytes(raw) if raw.strip() else b"{}", strict=True)
     except ValidationError as exc:
         raise _validation_error(exc, endpoint.invalid_code) from None
 

@@ -14,14 +14,15 @@ from pydantic import Field
 
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
-from gateway.api.models import Strict
+from gateway.api.models import PRINCIPAL_PATTERN, Strict
 from gateway.errors import invalid
 from gateway.state.store import StateStore
 from policies import access, reach
 
 
 class AccessQuery(Strict):
-    principal: str = Field(min_length=3, max_length=200, description="member:<id> or group:<id>")
+    principal: str = Field(min_length=3, max_length=200, pattern=PRINCIPAL_PATTERN,
+                           description="member:<id> or group:<id>")
 
 
 def principals_of(store: StateStore, principal: str) -> frozenset[str] | None:

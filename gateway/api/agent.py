@@ -17,7 +17,9 @@ from typing import Any, cast
 from sqlalchemy import insert
 from starlette.responses import JSONResponse
 
+from adapters import degraded as entries
 from adapters.base import Condition, Page, Provider, ProviderError, RecallQuery, Record, Unsupported
+from adapters.context import ContextProvider
 from adapters.deriving import DerivingProvider
 from gateway.agent import outbox
 from gateway.agent import prime as priming
@@ -28,7 +30,7 @@ from gateway.api._writes import write_intent
 from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
-from gateway.api.render import record_json
+from gateway.api.render import record_json, written_json
 from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.state import harness_schema as h
@@ -50,9 +52,22 @@ def _standing(records: Sequence[Record], memory_id: str) -> list[Record]:
     return kept[:STANDING_LIMIT]
 
 
+def _context_of(memory_id: str) -> Callable[[Provider], Awaitable[Sequence[Record]]]:
+    async def run(provider: Provider) -> Sequence[Record]:
+        if not isinstance(provider, ContextProvider):  # the provider changed under the request
+            raise Unsupported("The memory's provider has no context recall.")
+        return await provider.context_records(memory_id)
+    return run
+
+
 async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
-    """The memory's standing records, newest first. A provider that filters is asked for them; one
-    that does not is listed (newest first, bounded) and filtered here."""
+    """The memory's standing records, newest first. A provider with a context recall of its own
+    (adapters/context.py: a memory-provider plugin's budgeted Recall) is asked for what it would place,
+    in its order; one that filters is asked for them; one that does neither is listed (newest first,
+    bounded) and filtered here."""
+    if isinstance(handle_for(services, node).provider, ContextProvider):
+        placed = await on_provider(services, node, _context_of(node.id), read=True)
+        return [r for r in placed if r.memory_id == node.id][:STANDING_LIMIT]
     if "filters" in handle_for(services, node).capabilities().signals:
         query = RecallQuery(filters=(Condition("attributes.standing", "eq", True),), limit=STANDING_LIMIT)
         answer = await on_provider(services, node, lambda p: p.recall([node.id], query), read=True)
@@ -171,7 +186,7 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
     body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
     if stopped is None and not deferred:
         tree, principals = services.store.tree, call.principal.principals
-        body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
+        body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
         return JSONAnswer(body, status_code=201)
     job = await outbox.job_row(services, job_id)
     body.update(records=[], job={"id": job_id, "status": job.status if job is not None else "pending"})
@@ -195,7 +210,7 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
         except ApiError:
             written = None  # the provider is away or the records were erased since: the job says what was done
         if written is not None:
-            body.update(records=[record_json(r, tree, principals, node.id) for r in written], job=None)
+            body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
             return JSONAnswer(body, status_code=201)
     outbox.wake(services)
     body.update(records=[], job={"id": job.id, "status": job.status})
@@ -239,10 +254,10 @@ async def get_job(call: Call) -> dict[str, Any]:
         except ApiError as error:
             # The job's state is the gateway's, so it is answered even while the provider is away.
             if error.code == "memory_record_not_found":
-                out["degraded"] = ["records:some were erased since"]
+                out["degraded"] = [entries.entry("records", "erased_since")]
                 continue
             out["records"] = None
-            out["degraded"] = [f"records:{error.code}"]
+            out["degraded"] = [entries.entry("records", error.code)]
             break
         out["records"].append(record_json(record, tree, principals, node.id))
     return out
@@ -267,7 +282,7 @@ ENDPOINTS = [
     Endpoint("GET", M + "/prime", prime, "The memory's standing records as fenced instructions, within a "
              "token budget.", "memories.prime", query=PrimeQuery, tags=("agent",)),
     Endpoint("POST", M + "/observe", observe, "observe: append episodes; the provider decides what to derive.",
-             "memories.observe", body=Observe, status=201, write=True, tags=("agent",)),
+             "memories.observe", body=Observe, status=201, also=(202,), write=True, tags=("agent",)),
     Endpoint("GET", M + "/jobs/{job_id}", get_job, "What an observe that answered 202 has written since.",
              "memories.job", tags=("agent",)),
 ]

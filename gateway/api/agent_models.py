@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from gateway.api.models import PartIn, Strict
+from gateway.limits import Attributes
 
 MAX_EPISODES = 100
 MAX_PARTS = 100
@@ -29,8 +31,9 @@ class CreateHarness(Strict):
 class HarnessSettings(Strict):
     """Only the fields given change. `default_memory_id: null` clears the default."""
 
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
     default_memory_id: str | None = Field(default=None, min_length=1, max_length=200)
-    observe: bool | None = None
+    observe: bool | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
     def _something(self) -> HarnessSettings:
@@ -50,7 +53,7 @@ class EpisodeIn(Strict):
 
     content: str | list[PartIn]
     title: str | None = Field(default=None, max_length=300)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
 
     _content = field_validator("content")(_parts_limit)
 
@@ -58,10 +61,11 @@ class EpisodeIn(Strict):
 class Observe(Strict):
     """`episodes`, or the shorthand of one: `content` (with `title` and `attributes`) at the top."""
 
-    episodes: list[EpisodeIn] | None = Field(default=None, min_length=1, max_length=MAX_EPISODES)
-    content: str | list[PartIn] | None = None
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["episodes"]}, {"required": ["content"]}]})
+    episodes: Annotated[list[EpisodeIn], Field(min_length=1, max_length=MAX_EPISODES)] | SkipJsonSchema[None] = None
+    content: str | list[PartIn] | SkipJsonSchema[None] = None
     title: str | None = Field(default=None, max_length=300)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
 
     @field_validator("content")
     @classmethod
@@ -70,6 +74,9 @@ class Observe(Strict):
 
     @model_validator(mode="after")
     def _one_form(self) -> Observe:
+        for name in ("episodes", "content"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null; leave it out")
         if (self.episodes is None) == (self.content is None):
             raise ValueError("give episodes, or content for a single episode (not both)")
         if self.episodes is not None and (self.title is not None or self.attributes is not None):
@@ -87,4 +94,4 @@ class Turn(Strict):
 
     parts: list[PartIn] = Field(min_length=1, max_length=MAX_PARTS)
     title: str | None = Field(default=None, max_length=300)
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None

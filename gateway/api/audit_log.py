@@ -7,7 +7,6 @@ never names a memory the reader could not see.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -18,6 +17,7 @@ from gateway.api.models import Strict
 from gateway.audit import AuditQuery
 from gateway.audit.query import InvalidCursor
 from gateway.errors import ApiError
+from gateway.limits import Instant
 from policies import access, reach
 
 
@@ -26,8 +26,8 @@ class AuditFilters(Strict):
     memory_id: str | None = Field(default=None, max_length=200)
     operation: str | None = Field(default=None, max_length=100)
     decision: Literal["allow", "deny"] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Instant | None = None
+    until: Instant | None = None
     order: Literal["oldest", "newest"] = "oldest"
     limit: int = Field(default=100, ge=1, le=1000)
     cursor: str | None = Field(default=None, max_length=500)

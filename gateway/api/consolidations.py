@@ -37,6 +37,7 @@ from gateway.clock import now_ms, rfc3339_or_none
 from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
+from gateway.limits import cursor_number
 from gateway.state.consolidation_schema import consolidation_changes as changes_t
 from gateway.state.consolidation_schema import consolidation_runs as runs_t
 from gateway.state.tree import MemoryNode
@@ -255,7 +256,7 @@ def _encode(started_at: int, run_id: str) -> str:
 def _decode(cursor: str) -> tuple[int, str]:
     try:
         stamp, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        return int(stamp), run_id
+        return cursor_number(stamp), run_id
     except (ValueError, UnicodeDecodeError):
         raise invalid("The cursor is not one this server gave.", param="cursor") from None
 
@@ -286,7 +287,7 @@ async def list_changes(call: Call) -> dict[str, Any]:
     after = -1
     if query.cursor:
         try:
-            after = int(base64.urlsafe_b64decode(query.cursor.encode()).decode())
+            after = cursor_number(base64.urlsafe_b64decode(query.cursor.encode()).decode())
         except (ValueError, UnicodeDecodeError):
             raise invalid("The cursor is not one this server gave.", param="cursor") from None
     statement = (select(changes_t).where(changes_t.c.run_id == run.id, changes_t.c.seq > after)

@@ -2,34 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartParser
 
+from gateway import limits
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.responses import StoredFileOut
 from gateway.errors import ApiError
+
+# What a multipart form adds around the file's bytes (boundaries, part headers, a `purpose` field).
+FORM_OVERHEAD = 64 * 1024
 
 
 async def upload(call: Call) -> dict[str, Any]:
     limit = call.services.config.file_max_bytes
     request = call.request
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024:
-        raise ApiError(413, "file_too_large", "The file is larger than this server accepts.",
-                       detail={"max_bytes": limit})
+
+    def too_large() -> ApiError:
+        return ApiError(413, "file_too_large", "The file is larger than this server accepts.",
+                        detail={"max_bytes": limit})
+
+    declared = limits.declared_length(request.headers)
+    if declared is not None and declared > limit + FORM_OVERHEAD:
+        raise too_large()
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise ApiError(415, "memfed_multipart_required", "Send the file as multipart/form-data.", param="file")
+    # The body is counted as it streams, so an upload without Content-Length stops at the limit: the
+    # parser spools what it is given to disk, and it is never given more than the limit.
+    stream = limits.bounded(request.stream(), limit + FORM_OVERHEAD, too_large)
     try:
-        form = await request.form(max_files=1, max_fields=10)
+        form = await MultiPartParser(request.headers, stream, max_files=1, max_fields=10,
+                                     max_part_size=4096).parse()
+    except ApiError:
+        raise
     except Exception:  # the multipart parser's errors are the client's malformed body
         raise ApiError(400, "memfed_invalid_multipart", "The multipart body could not be read.") from None
+    try:
+        return await _save(call, form, limit, too_large)
+    finally:
+        await form.close()
+
+
+async def _save(call: Call, form: FormData, limit: int, too_large: Callable[[], ApiError]) -> dict[str, Any]:
     upload_part = form.get("file")
     if not isinstance(upload_part, UploadFile):
         raise ApiError(422, "memfed_invalid_request", "A `file` part is required.", param="file")
     data = await upload_part.read(limit + 1)
     if len(data) > limit:
-        raise ApiError(413, "file_too_large", "The file is larger than this server accepts.",
-                       detail={"max_bytes": limit})
+        raise too_large()
     purpose = form.get("purpose")
     stored = await call.services.files.save(
         call.principal.principal, (upload_part.filename or "file")[:500], upload_part.content_type, data,
@@ -47,6 +70,7 @@ async def get_file(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/files", upload, "Upload a file (multipart: file, purpose).", "files.upload",
-             status=201, tags=("files",)),
-    Endpoint("GET", "/v1/files/{file_id}", get_file, "One of your files.", "files.get", tags=("files",)),
+             status=201, raw_body="multipart/form-data", response=StoredFileOut, tags=("files",)),
+    Endpoint("GET", "/v1/files/{file_id}", get_file, "One of your files.", "files.get", response=StoredFileOut,
+             tags=("files",)),
 ]

@@ -8,6 +8,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, tree_change
 from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
+from gateway.api.responses import GrantList, GrantOut
 from gateway.errors import ApiError, invalid
 from policies import access
 from policies.access import Grant
@@ -67,9 +68,9 @@ async def delete_grant(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("GET", "/v1/memories/{memory_id}/grants", list_grants,
              "Who holds what on this memory, and on which node each grant sits.", "grants.list",
-             tags=("grants",)),
+             response=GrantList, tags=("grants",)),
     Endpoint("POST", "/v1/memories/{memory_id}/grants", create_grant, "Grant a principal privileges.",
-             "grants.create", body=CreateGrant, status=201, write=True, tags=("grants",)),
+             "grants.create", body=CreateGrant, response=GrantOut, status=201, write=True, tags=("grants",)),
     Endpoint("DELETE", "/v1/memories/{memory_id}/grants/{grant_id}", delete_grant, "Revoke one grant.",
              "grants.delete", write=True, tags=("grants",)),
 ]

@@ -10,10 +10,11 @@ node only when the reader may read it.
 
 from __future__ import annotations
 
-from collections import deque
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
+from adapters import degraded as entries
 from adapters.base import Page, Provider, Record
 from adapters.graph import GraphProvider
 from gateway.api._calls import on_provider, with_alias
@@ -44,13 +45,13 @@ async def _scope_records(call: Call, memory_ids: tuple[str, ...], degraded: list
         cursor: str | None = None
         while True:
             if len(found) >= SCAN_LIMIT:
-                degraded.append(f"graph:scan_capped_at_{SCAN_LIMIT}_records")
+                degraded.append(entries.entry("graph", f"scan_capped_at_{SCAN_LIMIT}_records"))
                 return found
             try:
                 page = await on_provider(call.services, node, _lister(memory_id, cursor), read=True)
             except ApiError as error:
                 detail = error.detail if isinstance(error.detail, dict) else {}
-                degraded.append(f"provider:{node.provider}:{detail.get('reason', 'unavailable')}")
+                degraded.append(entries.provider_entry(node.provider, str(detail.get("reason", "unavailable"))))
                 break
             for record in page.items:
                 found[(memory_id, record.id)] = record
@@ -96,6 +97,65 @@ async def _fetch_outside(call: Call, key: Key) -> Record | None:
         return None
 
 
+async def _fetch_all_outside(call: Call, keys: Sequence[Key], records: dict[Key, Record]) -> None:
+    """Fetch, all at once (each provider's handle bounds its own concurrency), the records of `keys` the
+    scope's listing did not hold; a key whose record cannot be read is left out of `records`."""
+    wanted = [key for key in dict.fromkeys(keys) if key not in records]
+    fetched = await asyncio.gather(*(_fetch_outside(call, key) for key in wanted))
+    records.update((key, found) for key, found in zip(wanted, fetched, strict=True) if found is not None)
+
+
+class _Walk:
+    """The records within `hops` references of a start, one hop at a time, each hop's records from outside
+    the scope fetched in one batch. Only memories the reader may read are entered."""
+
+    def __init__(self, call: Call, records: dict[Key, Record], readable: Callable[[str], bool]) -> None:
+        self.call, self.records, self.readable = call, records, readable
+        self.incoming: dict[Key, list[Key]] = {}
+        for key, record in records.items():
+            for ref in record.references:
+                self.incoming.setdefault((ref.memory_id, ref.record_id), []).append(key)
+
+    def _neighbours(self, key: Key) -> list[Key]:
+        found = self.records.get(key)
+        out = [(r.memory_id, r.record_id) for r in found.references] if found else []
+        return out + self.incoming.get(key, [])
+
+    async def run(self, start: Key, hops: int) -> dict[Key, int]:
+        distance = {start: 0}
+        frontier = [start]
+        for step in range(1, hops + 1):
+            await _fetch_all_outside(self.call, [k for k in frontier if self.readable(k[0])], self.records)
+            reached = [n for key in frontier for n in self._neighbours(key)]
+            frontier = []
+            for nxt in reached:
+                if nxt not in distance and self.readable(nxt[0]):
+                    distance[nxt] = step
+                    frontier.append(nxt)
+            if not frontier:
+                break
+        return distance
+
+
+def _edges(call: Call, key: Key, record: Record, readable: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """A node's references as edges; one to a memory the reader may not read names no memory and is
+    audited as the denial it is."""
+    edges = []
+    for ref in record.references:
+        edge: dict[str, Any] = {"from": {"memory_id": key[0], "record_id": key[1]}}
+        if readable(ref.memory_id):
+            edge["to"] = {"memory_id": ref.memory_id, "record_id": ref.record_id}
+            if ref.rel is not None:
+                edge["rel"] = ref.rel
+            edge["available"] = True
+        else:
+            call.audit("graph.reference", ref.memory_id, "read", False, "reference target not readable")
+            edge["to"] = {"record_id": ref.record_id}
+            edge["available"] = False
+        edges.append(edge)
+    return edges
+
+
 async def graph(call: Call) -> dict[str, Any]:
     body: Graph = call.body
     services = call.services
@@ -109,67 +169,26 @@ async def graph(call: Call) -> dict[str, Any]:
     def readable(memory_id: str) -> bool:
         return tree.exists(memory_id) and "read" in access.effective(tree, principals, memory_id)
 
-    incoming: dict[Key, list[Key]] = {}
-    for key, record in records.items():
-        for ref in record.references:
-            incoming.setdefault((ref.memory_id, ref.record_id), []).append(key)
-
     if body.around is None:
         distance = {key: 0 for key in sorted(records)}
     else:
         start = next((k for k in sorted(records) if k[1] == body.around), None)
         if start is None:
             raise record_not_found()
-        distance = {start: 0}
-        queue = deque([start])
-        while queue:
-            key = queue.popleft()
-            if distance[key] >= body.hops:
-                continue
-            found = records.get(key)
-            if found is None and readable(key[0]):
-                found = await _fetch_outside(call, key)
-                if found is not None:
-                    records[key] = found
-            neighbours = [(r.memory_id, r.record_id) for r in found.references] if found else []
-            neighbours += incoming.get(key, [])
-            for nxt in neighbours:
-                if nxt not in distance and readable(nxt[0]):
-                    distance[nxt] = distance[key] + 1
-                    queue.append(nxt)
-    for key in list(distance):
-        if key not in records:
-            fetched = await _fetch_outside(call, key)
-            if fetched is None:
-                del distance[key]
-            else:
-                records[key] = fetched
+        distance = await _Walk(call, records, readable).run(start, body.hops)
+    await _fetch_all_outside(call, list(distance), records)
     wanted = set(body.types or ())
-    ordered = sorted((k for k in distance if not wanted or records[k].type in wanted),
+    ordered = sorted((k for k in distance if k in records and (not wanted or records[k].type in wanted)),
                      key=lambda k: (distance[k], k))
     truncated = len(ordered) > body.limit
-    chosen = ordered[: body.limit]
-    nodes = []
-    edges = []
-    for key in chosen:
-        record = records[key]
-        place = tree.get(key[0])
+    nodes, edges = [], []
+    for key in ordered[: body.limit]:
+        record, place = records[key], tree.get(key[0])
         nodes.append({"record": record_json(record, tree, principals, key[0]),
                       "memory": {"id": key[0], "name": place.name if place else None}})
-        for ref in record.references:
-            edge: dict[str, Any] = {"from": {"memory_id": key[0], "record_id": key[1]}}
-            if readable(ref.memory_id):
-                edge["to"] = {"memory_id": ref.memory_id, "record_id": ref.record_id}
-                if ref.rel is not None:
-                    edge["rel"] = ref.rel
-                edge["available"] = True
-            else:
-                call.audit("graph.reference", ref.memory_id, "read", False, "reference target not readable")
-                edge["to"] = {"record_id": ref.record_id}
-                edge["available"] = False
-            edges.append(edge)
+        edges.extend(_edges(call, key, record, readable))
     if truncated:
-        degraded.append(f"graph:truncated_at_{body.limit}_nodes")
+        degraded.append(entries.entry("graph", f"truncated_at_{body.limit}_nodes"))
     return {"object": "memory.graph", "nodes": nodes, "edges": edges, "truncated": truncated,
             "degraded": list(dict.fromkeys(degraded))}
 

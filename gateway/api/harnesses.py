@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import update
 
+from adapters import degraded as entries
 from gateway.agent import outbox
 from gateway.agent import prime as priming
 from gateway.answers import JSONAnswer
@@ -194,7 +195,9 @@ async def harness_prime(call: Call) -> dict[str, Any]:
         raise ApiError(404, "memories_not_attached", "The agent holds no memory: nothing was granted to it.")
     primed = priming.render(memories, query.budget)
     await log_prime(call, primed, f"member:{row.agent_member_id}", row.id)
-    degraded = [f"{m.id}:{m.problem}" for m in memories if m.problem]
+    # "memory_unavailable: timeout" -> memory:ID:records:timeout
+    degraded = [entries.memory_entry(m.id, "records", entries.token(m.problem.rsplit(": ", 1)[-1]))
+                for m in memories if m.problem]
     return {"object": "harness.prime", "harness_id": row.id, "principal": f"member:{row.agent_member_id}",
             **primed.document(), "degraded": degraded}
 
@@ -241,5 +244,6 @@ ENDPOINTS = [
              "agent was granted, as fenced instructions within a token budget.", "harnesses.prime",
              query=PrimeQuery, tags=("harnesses",)),
     Endpoint("POST", H + "/{harness_id}/turns", record_turn, "Record a finished turn in the default memory "
-             "(when observe is on).", "harnesses.turn", body=Turn, status=201, write=True, tags=("harnesses",)),
+             "(when observe is on).", "harnesses.turn", body=Turn, status=201, also=(200, 202), write=True,
+             tags=("harnesses",)),
 ]

@@ -10,6 +10,7 @@ from typing import Any
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
+from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
 from gateway.errors import ApiError
 from gateway.state.directory import Member
 
@@ -123,19 +124,22 @@ async def remove_from_group(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/members", create_member, "Create a member (a person or an agent).", "members.create",
-             body=CreateMember, status=201, write=True, invalid_code=ADMIN_INVALID, tags=("members",)),
-    Endpoint("GET", "/v1/members/me", get_me, "The calling member.", "members.me", tags=("members",)),
-    Endpoint("GET", "/v1/members/{member_id}", get_member, "One member.", "members.get", tags=("members",)),
+             body=CreateMember, response=MemberOut, status=201, write=True, invalid_code=ADMIN_INVALID,
+             tags=("members",)),
+    Endpoint("GET", "/v1/members/me", get_me, "The calling member.", "members.me", response=MemberOut,
+             tags=("members",)),
+    Endpoint("GET", "/v1/members/{member_id}", get_member, "One member.", "members.get", response=MemberOut,
+             tags=("members",)),
     Endpoint("POST", "/v1/members/{member_id}/keys", create_key, "Mint an API key (shown once).",
-             "keys.create", status=201, tags=("members",)),
+             "keys.create", response=KeyOut, status=201, tags=("members",)),
     Endpoint("DELETE", "/v1/members/{member_id}/keys/{key_id}", revoke_key, "Revoke an API key.",
-             "keys.revoke", tags=("members",)),
+             "keys.revoke", response=Deleted, tags=("members",)),
     Endpoint("POST", "/v1/groups", create_group, "Create a group.", "groups.create", body=CreateGroup,
-             status=201, write=True, invalid_code=ADMIN_INVALID, tags=("groups",)),
+             response=GroupOut, status=201, write=True, invalid_code=ADMIN_INVALID, tags=("groups",)),
     Endpoint("GET", "/v1/groups/{group_id}", get_group, "One group and its members.", "groups.get",
-             tags=("groups",)),
+             response=GroupOut, tags=("groups",)),
     Endpoint("PUT", "/v1/groups/{group_id}/members/{member_id}", add_to_group, "Put a member in a group.",
-             "groups.add_member", tags=("groups",)),
+             "groups.add_member", response=GroupOut, tags=("groups",)),
     Endpoint("DELETE", "/v1/groups/{group_id}/members/{member_id}", remove_from_group,
-             "Take a member out of a group.", "groups.remove_member", tags=("groups",)),
+             "Take a member out of a group.", "groups.remove_member", response=GroupOut, tags=("groups",)),
 ]

@@ -12,7 +12,9 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin, require_visible, tree_change
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
+from gateway.api.responses import MemoryList, MemoryOut
 from gateway.errors import ApiError, invalid, memory_not_found, unsupported
+from gateway.limits import cursor_number
 from gateway.state.tree import MemoryNode
 from policies import access
 
@@ -26,7 +28,7 @@ def decode_cursor(cursor: str | None) -> int:
         return 0
     try:
         kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        offset = int(value)
+        offset = cursor_number(value)
     except (ValueError, UnicodeDecodeError):
         raise ApiError(422, "memory_invalid", "The cursor is not one this server gave.", param="cursor") from None
     if kind != "o" or offset < 0:
@@ -172,13 +174,14 @@ async def delete_memory(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories", create_memory, "Create a memory (a root needs an admin).",
-             "memories.create", body=CreateMemory, status=201, write=True, tags=("memories",)),
+             "memories.create", body=CreateMemory, response=MemoryOut, status=201, write=True, tags=("memories",)),
     Endpoint("GET", "/v1/memories", list_memories,
              "One level of the tree (?parent=), every readable descendant (?ancestor=), or entry points.",
-             "memories.list", query=ListMemories, tags=("memories",)),
-    Endpoint("GET", "/v1/memories/{memory_id}", get_memory, "One memory.", "memories.get", tags=("memories",)),
+             "memories.list", query=ListMemories, response=MemoryList, tags=("memories",)),
+    Endpoint("GET", "/v1/memories/{memory_id}", get_memory, "One memory.", "memories.get", response=MemoryOut,
+             tags=("memories",)),
     Endpoint("PUT", "/v1/memories/{memory_id}", update_memory, "Rename, describe, restrict or move a memory.",
-             "memories.update", body=UpdateMemory, write=True, tags=("memories",)),
+             "memories.update", body=UpdateMemory, response=MemoryOut, write=True, tags=("memories",)),
     Endpoint("DELETE", "/v1/memories/{memory_id}", delete_memory,
              "Delete a memory, its records and its descendants.", "memories.delete", write=True,
              tags=("memories",)),

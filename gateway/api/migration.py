@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
-from adapters.base import Unsupported
+from gateway.api._calls import provider_failure
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
@@ -111,15 +111,11 @@ async def export(call: Call) -> StreamingResponse:
 
 
 def _provider_error(call: Call, memory_id: str, exc: Exception) -> ApiError:
+    """What an export's provider call raised, as every route answers it (api/_calls.py)."""
     node = call.services.store.tree.get(memory_id)
-    provider = node.provider if node else None
-    if isinstance(exc, Unsupported):  # e.g. a memory its provider cannot list whole: as on every route
-        return ApiError(422, "memory_unsupported", str(exc), detail={"provider": provider, "reason": exc.reason})
-    reason = getattr(exc, "reason", "adapter_error")
-    if not hasattr(exc, "reason"):
-        log.exception("export of %s failed", memory_id, exc_info=exc)
-    return ApiError(503, "memory_unavailable", f"The memory's provider did not answer ({reason}).",
-                    detail={"provider": provider, "reason": reason})
+    if node is None:
+        return ApiError(404, "memory_not_found", "No such memory.", param="memory_id")
+    return provider_failure(node, exc)
 
 
 async def import_(call: Call) -> dict[str, Any]:
@@ -148,7 +144,7 @@ ENDPOINTS = [
              "How far the last migration of this memory started on this gateway has got (admins).",
              "memories.migrate_progress", tags=("migration",)),
     Endpoint("GET", P + "/export", export, "Every record with all its versions, as NDJSON (admins).",
-             "memories.export", tags=("migration",)),
+             "memories.export", media=MEDIA_TYPE, tags=("migration",)),
     Endpoint("POST", P + "/import", import_, "Write records from NDJSON, each with all its versions (admins).",
-             "memories.import", write=True, tags=("migration",)),
+             "memories.import", write=True, raw_body=MEDIA_TYPE, tags=("migration",)),
 ]

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from adapters.base import FilterOp
+from gateway.limits import Attributes, Instant, instant
 
 Privilege = Literal["read", "write", "create", "delete"]
 MemberType = Literal["human", "agent"]
 Include = Literal["active", "all"]
 Name = Field(min_length=1, max_length=300)
+# What policies.access.principal_error accepts: member, group or an x.-prefixed kind, a colon, an id.
+PRINCIPAL_PATTERN = r"^(member|group|x\.[^:]+):.+$"
 Id = Field(min_length=1, max_length=200)
 
 
@@ -47,9 +51,11 @@ class CreateMemory(Strict):
 class UpdateMemory(Strict):
     """Only the fields given change; `parent_id: null` makes the memory a root (admins only)."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=300)
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+    # None is the "not given" default; null is refused (the validator below), so the schema omits it.
+    name: Annotated[str, Field(min_length=1, max_length=300)] | SkipJsonSchema[None] = None
     description: str | None = Field(default=None, max_length=4000)
-    restricted: bool | None = None
+    restricted: bool | SkipJsonSchema[None] = None
     parent_id: str | None = Field(default=None, min_length=1, max_length=200)
     provider: str | None = Field(default=None, min_length=1, max_length=100)
 
@@ -80,7 +86,8 @@ class ListMemories(Page):
 
 
 class CreateGrant(Strict):
-    principal: str = Field(min_length=3, max_length=200, description="<kind>:<id>, e.g. member:mbr_…")
+    principal: str = Field(min_length=3, max_length=200, pattern=PRINCIPAL_PATTERN,
+                           description="<kind>:<id>, e.g. member:mbr_…")
     privileges: list[Privilege] = Field(min_length=1, max_length=4)
 
 
@@ -98,7 +105,7 @@ class PartIn(BaseModel):
     """`text`, `file`, or an `x.`-prefixed part carried unchanged."""
 
     model_config = ConfigDict(extra="allow")
-    type: str = Field(min_length=1, max_length=100)
+    type: str = Field(min_length=1, max_length=100, pattern=r"^(text|file|x\..+)$")
     text: str | None = Field(default=None, max_length=200_000)
     file: FileIn | None = None
     role: Literal["user", "assistant", "system", "tool"] | None = None
@@ -129,8 +136,8 @@ class TimeIn(BaseModel):
     """Validity as the writer states it. written_at and invalidated_at are the server's and not read."""
 
     model_config = ConfigDict(extra="ignore")
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Instant | None = None
+    valid_to: Instant | None = None
 
 
 Content = str | list[PartIn]
@@ -139,7 +146,7 @@ Content = str | list[PartIn]
 class RecordFields(Strict):
     title: str | None = Field(default=None, max_length=300)
     content: Content | None = None
-    attributes: dict[str, Any] | None = None
+    attributes: Attributes | None = None
     references: list[ReferenceIn] | None = Field(default=None, max_length=100)
     time: TimeIn | None = None
     written_by: Any = Field(default=None, description="Ignored: the server stamps the writer.")
@@ -155,6 +162,10 @@ class RecordFields(Strict):
 
 
 class Remember(RecordFields):
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["title"], "properties": {"title": {"type": "string", "minLength": 1}}},
+        {"required": ["content"], "properties": {"content": {"minLength": 1, "minItems": 1}}},
+    ]})
     type: str = Field(default="note", min_length=1, max_length=100)
 
     @model_validator(mode="after")
@@ -171,15 +182,15 @@ class Revise(RecordFields):
 class ListRecords(Page):
     type: str | None = Field(default=None, max_length=100)
     include: Include = "active"
-    as_of: datetime | None = None
+    as_of: Instant | None = None
 
 
 class GetRecord(Strict):
-    as_of: datetime | None = None
+    as_of: Instant | None = None
 
 
 class Erase(Strict):
-    record_ids: list[str] = Field(min_length=1, max_length=1000)
+    record_ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(min_length=1, max_length=1000)
 
 
 class Snapshot(Strict):
@@ -191,7 +202,8 @@ class Snapshot(Strict):
 
 
 class ConditionIn(Strict):
-    field: str = Field(min_length=1, max_length=200)
+    field: str = Field(min_length=1, max_length=200,
+                       pattern=r"^(type|attributes\..+|time\.(valid_from|valid_to|written_at|invalidated_at))$")
     op: FilterOp = "eq"
     value: Any = None
 
@@ -206,25 +218,57 @@ class ConditionIn(Strict):
 
     @model_validator(mode="after")
     def _value(self) -> ConditionIn:
-        if self.op == "in" and not isinstance(self.value, list):
-            raise ValueError("op in takes a list value")
-        if self.op != "in" and isinstance(self.value, list | dict):
+        if self.op == "in":
+            if not isinstance(self.value, list):
+                raise ValueError("op in takes a list value")
+            if len(self.value) > 1000:
+                raise ValueError("op in takes at most 1000 values")
+            values = self.value
+        elif isinstance(self.value, list | dict):
             raise ValueError(f"op {self.op} takes a single value")
+        else:
+            values = [self.value]
+        if any(isinstance(v, list | dict) for v in values):
+            raise ValueError("a filter value is a string, number, boolean or null, not a list or object")
+        if self.field.startswith("time."):
+            for v in values:
+                _time_value(v)
         return self
 
 
+def _time_value(value: Any) -> None:
+    """A time.* filter compares instants: its value is an RFC 3339 date-time (or null for "not set")."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise ValueError("a time.* filter value is an RFC 3339 date-time string")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError("a time.* filter value is an RFC 3339 date-time string") from None
+    instant(moment)
+
+
 class Recall(Strict):
-    query: str | None = Field(default=None, min_length=1, max_length=4000)
-    text: str | None = Field(default=None, min_length=1, max_length=4000)
-    filters: ConditionIn | list[ConditionIn] | None = None
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["query"]}, {"required": ["text"]},
+                                                           {"required": ["filters"]}]})
+    # None is "not given"; a signal given as null is not a signal, so the schema does not offer null.
+    query: Annotated[str, Field(min_length=1, max_length=4000)] | SkipJsonSchema[None] = None
+    text: Annotated[str, Field(min_length=1, max_length=4000)] | SkipJsonSchema[None] = None
+    filters: ConditionIn | list[ConditionIn] | SkipJsonSchema[None] = None
     types: list[str] | None = Field(default=None, max_length=50)
-    as_of: datetime | None = None
+    as_of: Instant | None = None
     include: Include = "active"
     depth: int | None = Field(default=None, ge=0, le=1000)
     limit: int | None = Field(default=None, ge=1, le=200)
+    # Seconds the caller will wait: shortens the gateway's `[recall] deadline`, never lengthens it.
+    timeout: float | None = Field(default=None, gt=0, le=3600, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _a_signal(self) -> Recall:
+        for name in ("query", "text", "filters"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null; leave it out")
         if not (self.query or self.text or self.filters):
             raise ValueError("give at least one of query, text or filters")
         return self

@@ -36,9 +36,25 @@ MULTIPART_FILE = {
 def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
     schema = model.model_json_schema(ref_template=REF)
     for name, definition in schema.pop("$defs", {}).items():
-        components[name] = definition
-    components[model.__name__] = schema
+        components[name] = _no_null_defaults(definition)
+    components[model.__name__] = _no_null_defaults(schema)
     return {"$ref": REF.format(model=model.__name__)}
+
+
+def _no_null_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """A field whose "not given" is None but that refuses null shows no `default: null`: the document
+    would otherwise offer a value the server refuses."""
+    for prop in schema.get("properties", {}).values():
+        if prop.get("default", 0) is None and not _allows_null(prop):
+            del prop["default"]
+    return schema
+
+
+def _allows_null(prop: dict[str, Any]) -> bool:
+    kinds = prop.get("type")
+    if kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+        return True
+    return any(_allows_null(option) for option in prop.get("anyOf", []) + prop.get("oneOf", []))
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -50,12 +66,55 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     ]
 
 
+def _errors(endpoint: Endpoint) -> list[int]:
+    """The error statuses a route can answer, from what it declares: every route may be refused a bad
+    `UHP-Version` (400), a member's limits (429) or a provider or the state store being down (503)."""
+    statuses = {400, 429, 503}
+    if not endpoint.public:
+        statuses |= {401, 403, 404}
+    if "{" in endpoint.path or endpoint.query is not None:
+        statuses |= {404, 422}
+    if endpoint.body is not None or endpoint.raw_body is not None:
+        statuses |= {413, 415, 422}
+    if endpoint.write:
+        statuses |= {409, 422}  # an Idempotency-Key in use (409) or reused for another request (422)
+    statuses |= set(endpoint.errors)
+    return sorted(statuses)
+
+
+def _success(endpoint: Endpoint, components: dict[str, Any]) -> dict[str, Any]:
+    if endpoint.media == "*/*":
+        return {"description": "The bytes, in their own media type", "content": {"*/*": {
+            "schema": {"type": "string", "format": "binary"}}}}
+    if endpoint.media != "application/json":
+        return {"description": "Success", "content": {endpoint.media: {"schema": {"type": "string"}}}}
+    schema = _schema(endpoint.response, components) if endpoint.response is not None else {"type": "object"}
+    return {"description": "Success", "content": {"application/json": {"schema": schema}}}
+
+
+def _request_body(endpoint: Endpoint, components: dict[str, Any]) -> dict[str, Any] | None:
+    if endpoint.body is not None:
+        # A route whose every field has a default also takes no body at all.
+        try:
+            endpoint.body.model_validate({})
+            required = False
+        except ValueError:
+            required = True
+        return {"required": required, "content": {"application/json": {"schema": _schema(endpoint.body, components)}}}
+    if endpoint.raw_body == "multipart/form-data":
+        return {"required": True, "content": {"multipart/form-data": {"schema": MULTIPART_FILE}}}
+    if endpoint.raw_body is not None:  # an empty NDJSON file is a file of no lines
+        return {"required": False, "content": {endpoint.raw_body: {"schema": {"type": "string"}}}}
+    return None
+
+
 def build(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
     components: dict[str, Any] = {"Error": ERROR_SCHEMA}
     paths: dict[str, dict[str, Any]] = {}
     for endpoint in endpoints:
         parameters: list[dict[str, Any]] = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+            {"name": name, "in": "path", "required": True,
+             "schema": {"type": "integer", "minimum": 0} if name == "index" else {"type": "string", "minLength": 1}}
             for name in re.findall(r"{(\w+)}", endpoint.path)
         ]
         if endpoint.query is not None:
@@ -64,28 +123,21 @@ def build(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
                            "schema": {"type": "string", "enum": ["2026-10-04"]}})
         if endpoint.write:
             parameters.append({"name": "Idempotency-Key", "in": "header", "required": False,
-                               "schema": {"type": "string", "maxLength": 255}})
+                               "schema": {"type": "string", "minLength": 1, "maxLength": 255}})
+        error = {"description": "An error, in the UHP envelope",
+                 "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
+        responses: dict[str, Any] = {str(status): _success(endpoint, components)
+                                     for status in (endpoint.status, *endpoint.also)}
+        responses.update({str(status): error for status in _errors(endpoint)})
         operation: dict[str, Any] = {
             "operationId": endpoint.operation,
             "summary": endpoint.summary,
             "tags": list(endpoint.tags),
             "parameters": parameters,
-            "responses": {
-                str(endpoint.status): {"description": "Success",
-                                       "content": {"application/json": {"schema": {"type": "object"}}}},
-                "default": {"description": "An error, in the UHP envelope",
-                            "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}},
-            },
+            "responses": responses,
         }
-        if endpoint.body is not None:
-            operation["requestBody"] = {"required": True, "content": {
-                "application/json": {"schema": _schema(endpoint.body, components)}}}
-        elif endpoint.operation == "files.upload":
-            operation["requestBody"] = {"required": True,
-                                        "content": {"multipart/form-data": {"schema": MULTIPART_FILE}}}
-        if endpoint.operation == "records.content":
-            operation["responses"]["200"] = {"description": "The part's bytes",
-                                             "content": {"application/octet-stream": {}}}
+        if (body := _request_body(endpoint, components)) is not None:
+            operation["requestBody"] = body
         if not endpoint.public:
             operation["security"] = [{"bearer": []}]
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = operation

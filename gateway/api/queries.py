@@ -238,7 +238,7 @@ ENDPOINTS = [
     Endpoint("GET", M + "/queries", list_queries, "The named queries of this memory, with their parameters.",
              "queries.list", tags=("queries",)),
     Endpoint("PUT", M + "/queries/{name}", define_query, "Define or replace a named query; needs write.",
-             "queries.define", body=DefineQuery, write=True, tags=("queries",)),
+             "queries.define", body=DefineQuery, also=(201,), write=True, tags=("queries",)),
     Endpoint("POST", M + "/queries/{name}", run_query, "Run a named query with params.", "queries.run",
              body=RunQuery, tags=("queries",)),
     Endpoint("DELETE", M + "/queries/{name}", delete_query, "Delete a named query; needs write.",

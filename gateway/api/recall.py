@@ -8,17 +8,29 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from adapters import degraded as entries
 from adapters.base import Condition, RecallQuery
 from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
 from gateway.api.render import place_json, record_json
+from gateway.api.responses import RecallOut
+from gateway.errors import invalid
 from gateway.federation import fanout as federation
 from gateway.federation.plans import KeptPlan
 from policies import access
 
 T = TypeVar("T")
+
+
+def deadline_of(call: Call, body: Recall) -> float:
+    """The loop time the whole recall fits in: the gateway's deadline, or the caller's shorter `timeout`."""
+    allowed = call.services.config.recall_deadline
+    if body.timeout is not None and body.timeout > allowed:
+        raise invalid(f"timeout: at most {allowed:g} seconds (the gateway's recall deadline); a caller may "
+                      "only shorten it.", param="timeout")
+    return asyncio.get_running_loop().time() + (body.timeout or allowed)
 
 
 def recall_query(call: Call, body: Recall) -> RecallQuery:
@@ -59,11 +71,13 @@ async def recall(call: Call) -> dict[str, Any]:
     tree = services.store.tree
     principals = call.principal.principals
     node = require(call, call.path["memory_id"], "read", "recall")
+    deadline = deadline_of(call, body)
     kept = services.plans.get(tree, principals, node.id, body.depth, services.config.recall_cap)
     covered, by_provider = kept.plan, kept.by_provider()
     # The search is the answer's critical path: its calls go out first.
     searching = asyncio.create_task(
-        _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body))))
+        _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body),
+                                                     deadline=deadline)))
     # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
     # work on the children below (a thousand of them on a flat tree) takes the loop.
     for _ in range(2):
@@ -98,8 +112,10 @@ async def recall(call: Call) -> dict[str, Any]:
             "score": fed.score,
             "why": list(fed.hit.why),
         })
-    pending = [*(("children:counts_pending",) if any(counts.get(c.id) is None for c in child_nodes) else ()),
-               *(("parent:count_pending",) if parent_node and counts.get(parent_node.id) is None else ())]
+    pending = [*((entries.entry("children", "counts_pending"),) if any(counts.get(c.id) is None for c in child_nodes)
+                 else ()),
+               *((entries.entry("parent", "count_pending"),) if parent_node and counts.get(parent_node.id) is None
+                 else ())]
     out: dict[str, Any] = {
         "object": "memory.recall",
         "results": results,
@@ -115,5 +131,5 @@ async def recall(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/recall", recall,
              "recall: search this memory and every readable memory below it.", "recall", body=Recall,
-             tags=("recall",)),
+             response=RecallOut, tags=("recall",)),
 ]

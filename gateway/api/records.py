@@ -25,12 +25,14 @@ from adapters.base import (
     Revision,
     Writer,
 )
+from gateway import limits
 from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
-from gateway.api.render import page_json, record_json, unavailable_references
+from gateway.api.render import page_json, record_json, unavailable_references, written_json
+from gateway.api.responses import ErasureOut, RecordList, RecordOut
 from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
@@ -89,11 +91,16 @@ async def remember(call: Call) -> dict[str, Any]:
     record = await call.services.files.naming(
         node.id, new.content, lambda: write_record(call, node, lambda p: p.remember(node.id, new)))
     call.services.written(node.id)
-    return render(call, record, node)
+    return render_written(call, record, node)
 
 
 def render(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
     return record_json(record, call.services.store.tree, call.principal.principals, node.id)
+
+
+def render_written(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
+    """A write's answer: the record only to a caller holding `read` (gateway/api/render.py `written_json`)."""
+    return written_json(record, call.services.store.tree, call.principal.principals, node.id)
 
 
 async def get_record(call: Call) -> dict[str, Any]:
@@ -150,7 +157,7 @@ async def revise(call: Call) -> dict[str, Any]:
     )
     record = await call.services.files.naming(node.id, revision.content or (), lambda: write_record(
         call, node, lambda p: p.revise(node.id, current.id, revision), record_id=current.id))
-    return render(call, record, node)
+    return render_written(call, record, node)
 
 
 async def forget(call: Call) -> dict[str, Any]:
@@ -164,7 +171,7 @@ async def forget(call: Call) -> dict[str, Any]:
     record = await write_record(call, node, lambda p: p.forget(node.id, current.id, writer, at, write_id=write_id),
                                 record_id=current.id)
     call.services.written(node.id)
-    return render(call, record, node)
+    return render_written(call, record, node)
 
 
 async def history(call: Call) -> dict[str, Any]:
@@ -251,8 +258,8 @@ async def content_bytes(call: Call) -> Response:
     record = await with_alias(call.services, node, call.path["record_id"],
                               lambda rid: lambda p: p.get(node.id, rid), read=True)
     raw_index = call.path["index"]
-    index = int(raw_index) if raw_index.isdigit() else -1
-    if not 0 <= index < len(record.content) or record.content[index].file is None:
+    index = limits.ascii_index(raw_index)
+    if index is None or not 0 <= index < len(record.content) or record.content[index].file is None:
         raise ApiError(404, "memfed_part_not_found", "This record has no file part at that index.", param="index")
     part_file = record.content[index].file
     data = await call.services.files.read(part_file.id) if part_file else None
@@ -267,18 +274,18 @@ ENDPOINTS = [
     Endpoint("POST", P, remember, "remember: write one record as stated.", "records.remember", body=Remember,
              status=201, write=True, tags=("records",)),
     Endpoint("GET", P, list_records, "List the records, paginated.", "records.list", query=ListRecords,
-             tags=("records",)),
+             response=RecordList, tags=("records",)),
     Endpoint("GET", P + "/{record_id}", get_record, "One record.", "records.get", query=GetRecord,
-             tags=("records",)),
+             response=RecordOut, tags=("records",)),
     Endpoint("PATCH", P + "/{record_id}", revise, "revise: write a new version.", "records.revise", body=Revise,
              write=True, tags=("records",)),
     Endpoint("DELETE", P + "/{record_id}", forget, "forget: close the record and keep its trace.",
              "records.forget", write=True, tags=("records",)),
     Endpoint("GET", P + "/{record_id}/history", history, "Every version of a record, oldest first.",
-             "records.history", tags=("records",)),
+             "records.history", response=RecordList, tags=("records",)),
     Endpoint("GET", P + "/{record_id}/content/{index}", content_bytes, "The bytes of one file part.",
-             "records.content", tags=("records",)),
+             "records.content", media="*/*", tags=("records",)),
     Endpoint("POST", "/v1/memories/{memory_id}/erase", erase,
              "erase: remove content for good; reports what could not be reached.", "records.erase", body=Erase,
-             write=True, tags=("records",)),
+             response=ErasureOut, write=True, tags=("records",)),
 ]

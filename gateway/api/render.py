@@ -96,6 +96,15 @@ def record_json(record: Record, tree: Tree, principals: frozenset[str], memory_i
     return out
 
 
+def written_json(record: Record, tree: Tree, principals: frozenset[str], memory_id: str) -> dict[str, Any]:
+    """A write's answer: the record to a caller that may read the memory, else an acknowledgement of
+    what was written (which record, which version, its status) and nothing of what it says."""
+    if access.may_read(tree, principals, memory_id):
+        return record_json(record, tree, principals, memory_id)
+    return {"object": "memory.record.acknowledgement", "id": record.id, "memory_id": memory_id,
+            "version": record.version, "status": record.status}
+
+
 def unavailable_references(record: Record, tree: Tree, principals: frozenset[str]) -> list[Reference]:
     """The references this reader was shown as unavailable: a revision by it keeps them as they were."""
     return [r for r in record.references

@@ -19,13 +19,14 @@ from typing import Any
 
 from pydantic import Field
 
+from adapters import degraded as entries
 from adapters.base import CORE_TYPES, Provider, Unsupported
 from adapters.operations import OperationInfo, OperationResult, TypedProvider, TypeInfo, find_type
 from gateway.api._calls import handle_for, on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_visible
 from gateway.api.models import Strict
-from gateway.api.records import now, render, writer_for
+from gateway.api.records import now, render_written, writer_for
 from gateway.errors import ApiError, invalid, unsupported
 
 log = logging.getLogger("memfed.api.types")
@@ -67,7 +68,7 @@ def registered(services: Any) -> tuple[list[tuple[str, TypeInfo]], list[str]]:
             infos = list(provider.types())
         except Exception:  # an adapter bug must not fail the listing of every other provider's types
             log.exception("listing the types of provider %s failed", name)
-            failed.append(f"{name}:types_unavailable")
+            failed.append(entries.provider_entry(name, entries.entry("types", "unavailable")))
             continue
         found.extend((name, info) for info in infos if info.type not in CORE_TYPES)
     return found, failed
@@ -140,7 +141,7 @@ async def operate(call: Call) -> dict[str, Any]:
         "record_id": current.id,
         "type": current.type,
         "result": dict(outcome.result),
-        "record": render(call, outcome.record, node) if outcome.record is not None else None,
+        "record": render_written(call, outcome.record, node) if outcome.record is not None else None,
     }
 
 

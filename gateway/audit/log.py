@@ -23,6 +23,7 @@ import inspect
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from gateway.audit.query import AuditQuery
 from gateway.audit.seal import AuditLogRefused, Seal
 from gateway.audit.store import Head, HeadMoved, VerifyReport
 from gateway.state.private_files import private_dir
+from gateway.telemetry import metrics
 
 __all__ = ["REASON_CAP", "AuditLog", "AuditQuery", "Coverage", "DecisionEntry", "VerifyReport"]
 
@@ -266,7 +268,9 @@ class AuditLog:
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             self._wake.clear()
             try:
+                started = time.perf_counter()
                 await self.flush()
+                metrics.audit_flushed(time.perf_counter() - started)
                 delay = self._interval
             except Exception:
                 delay = min(max(delay * 2, 0.1), 5.0)
@@ -395,6 +399,18 @@ class AuditLog:
                 await result
             count += 1
         return count
+
+    def backlog(self) -> int:
+        """Decisions journaled since the last commit began (the metrics' audit backlog)."""
+        return self._waiting
+
+    def journal_state(self) -> str:
+        """For readiness: "ok" (the journal is open and its directory writable), "disabled" or "closed"."""
+        if not self._enabled:
+            return "disabled"
+        if self._fd is None or not os.access(self._dir, os.W_OK):
+            return "closed"
+        return "ok"
 
     def stats(self) -> dict[str, int]:
         """stored; dropped (log closed, too many before start, or the journal write failed); rejected (journal

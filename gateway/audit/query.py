@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from gateway.audit.chain import COVERED, FIELDS
 from gateway.audit.store import coverage_items_table, decode_covers, entries_table, link, load_coverage
 from gateway.clock import rfc3339
+from gateway.limits import cursor_number
 
 DECISIONS = ("allow", "deny")
 ENTRY = (*FIELDS, "client_request_id", "part", "coverage")  # a decision as a reader gets it
@@ -72,7 +73,7 @@ def _cursor(seq: int, part: int, newest_first: bool) -> str:
 def _position(cursor: str, newest_first: bool) -> tuple[int, int]:
     try:
         kind, *numbers = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")
-        seq, part = (int(numbers[0]), int(numbers[1]) if len(numbers) > 1 else 0)
+        seq, part = (cursor_number(numbers[0]), cursor_number(numbers[1]) if len(numbers) > 1 else 0)
     except (ValueError, IndexError, UnicodeDecodeError, binascii.Error) as exc:
         raise InvalidCursor("malformed cursor") from exc
     if kind != ("d" if newest_first else "a") or seq < 0 or part < 0 or len(numbers) > 2:

@@ -100,8 +100,13 @@ class HeadMoved(Exception):
 async def create_audit_tables(engine: AsyncEngine) -> None:
     """Create the decision log's tables where missing; an older log gains the columns added since."""
     async with engine.begin() as conn:
-        await conn.run_sync(metadata.create_all)
-        await conn.run_sync(_add_columns)
+        await create_audit_tables_on(conn)
+
+
+async def create_audit_tables_on(conn: AsyncConnection) -> None:
+    """The same inside a transaction of the caller's (a starting gateway's, under its startup lock)."""
+    await conn.run_sync(metadata.create_all)
+    await conn.run_sync(_add_columns)
 
 
 _ADDED = ((entries_table, "coverage", "ix_audit_entries_coverage_seq", "VARCHAR(64)"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from collections.abc import Sequence
@@ -17,26 +16,18 @@ from gateway.state.tree import StateCorrupt
 
 
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from gateway.app import create_app
     from gateway.audit.seal import Seal
     from gateway.federation.preflight import check_providers
-    from gateway.state.store import StateStore
+    from gateway.ops.serve import run
 
     config = load_config(args)
     Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message
-    # So does a state store whose memories hold a cycle (checked here, before uvicorn, for a one-line
-    # message rather than a lifespan traceback).
-    asyncio.run(StateStore.check_tree(config.database_url(), search_path=config.state_schema))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # Before the server: a provider that cannot be opened stops the start with one line (exit 2); one that
     # does not answer is warned about here, once, and the gateway starts anyway.
     check_providers(config)
-    app = create_app(config, freeze_heap=True)
     # The access log prints request lines only; bearer credentials travel in headers, never logged.
-    uvicorn.run(app, host=config.host, port=config.port, log_level="info", lifespan="on")
-    return 0
+    return run(config)
 
 
 def build_parser() -> argparse.ArgumentParser:

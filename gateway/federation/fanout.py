@@ -1,9 +1,11 @@
 """One question to many providers: group the plan by provider, ask them all at once, merge the answers.
 
 A provider that is slow, failing, rate-limited or resting behind its breaker becomes a `degraded`
-entry (`provider:NAME:timeout`); the others' answers are still returned. A hit for a memory the
-provider was not asked about is dropped and reported, so an `enforced_filter` vendor that forgets a
-filter cannot leak another memory's records.
+entry (`provider:NAME:timeout`); the others' answers are still returned. All of it fits in one deadline
+(a loop time): each provider's waits, calls and retry are bounded by it (gateway/federation/providers.py),
+and a provider still not done when it passes is left behind as `provider:NAME:deadline`. A hit for a
+memory the provider was not asked about is dropped and reported, so an `enforced_filter` vendor that
+forgets a filter cannot leak another memory's records.
 """
 
 from __future__ import annotations
@@ -11,16 +13,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters import degraded as entries
 from adapters.base import Hit, Provider, ProviderError, RecallAnswer, RecallQuery
 from gateway.federation.providers import ProviderHandle, Providers
+from gateway.telemetry import metrics
 from policies.capabilities import SignalSplit, emulation_notes, narrow, signal_degradations, split_signals
 from policies.recall import fuse
 
 log = logging.getLogger("memfed.federation")
+GRACE = 0.05
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,8 @@ class FederatedAnswer:
 
 
 async def recall(
-    providers: Providers, memories_by_provider: Mapping[str, Sequence[str]], query: RecallQuery
+    providers: Providers, memories_by_provider: Mapping[str, Sequence[str]], query: RecallQuery,
+    *, deadline: float | None = None,
 ) -> FederatedAnswer:
     degraded: list[str] = []
     splits: dict[str, SignalSplit] = {}
@@ -50,37 +56,45 @@ async def recall(
     for name, memory_ids in memories_by_provider.items():
         handle = providers.get(name)
         if handle is None:
-            degraded.append(f"provider:{name}:not_connected")
+            degraded.append(entries.provider_entry(name, "not_connected"))
             continue
         split = split_signals(query, handle.capabilities())
         splits[name] = split
         if not split.asked:
             continue  # nothing this provider can search by; said once below in the signal entries
-        tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked)))
+        tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked), deadline))
         tasks[name].add_done_callback(_stopwatch(timings, name))
+    metrics.recall_fanout(sum(len(ids) for ids in memories_by_provider.values()), len(tasks))
     degraded.extend(signal_degradations(splits))
     degraded.extend(emulation_notes(query, {n: providers[n].capabilities() for n in tasks}))
     rankings: list[list[tuple[str, str]]] = []
     by_key: dict[tuple[str, str], FederatedHit] = {}
     abstentions: list[bool] = []
     calls = 0
+    await _until(deadline, tasks.values())
     for name, task in tasks.items():
+        if not task.done():  # an adapter's own work outlived the deadline its calls were given
+            task.cancel()
+            degraded.append(entries.provider_entry(name, "deadline"))
+            continue
         try:
-            answer, made = await task
+            answer, made = task.result()
         except ProviderError as exc:
-            degraded.append(f"provider:{name}:{exc.reason}")
+            degraded.append(entries.provider_entry(name, exc.reason))
+            if exc.reason in ("timeout", "deadline"):
+                metrics.deadline_missed(name)
             calls += 1
             continue
         except Exception:  # an adapter bug degrades the answer; it must not fail the whole recall
             log.exception("provider %s failed during recall", name)
-            degraded.append(f"provider:{name}:unavailable")
+            degraded.append(entries.provider_entry(name, "unavailable"))
             continue
         calls += made
         asked = set(memories_by_provider[name])
         ranking: list[tuple[str, str]] = []
         for hit in answer.hits:
             if hit.record.memory_id not in asked:
-                degraded.append(f"provider:{name}:answered_outside_scope")
+                degraded.append(entries.provider_entry(name, "answered_outside_scope"))
                 continue
             key = (hit.record.memory_id, hit.record.id)
             if key not in by_key:
@@ -88,7 +102,7 @@ async def recall(
                 by_key[key] = FederatedHit(hit, name, 0.0)
         rankings.append(ranking)
         abstentions.append(answer.abstain)
-        degraded.extend(f"provider:{name}:{d}" for d in answer.degraded)
+        degraded.extend(entries.provider_entry(name, d) for d in answer.degraded)
     fused = fuse(rankings)
     hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
                  for key, score in fused[: query.limit])
@@ -107,17 +121,33 @@ def _stopwatch(timings: dict[str, float], name: str) -> Callable[[asyncio.Task[A
     return stop
 
 
-async def _ask(handle: ProviderHandle, memory_ids: Sequence[str], query: RecallQuery) -> tuple[RecallAnswer, int]:
+async def _until(deadline: float | None, tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Wait for every task, or until the deadline; a caller cancelled meanwhile cancels them all."""
+    waiting = list(tasks)
+    if not waiting:
+        return
+    # A moment past the deadline: a call cut by it reports its own reason before being left behind.
+    timeout = None if deadline is None else max(0.0, deadline + GRACE - asyncio.get_running_loop().time())
+    try:
+        await asyncio.wait(waiting, timeout=timeout)
+    except BaseException:
+        for task in waiting:
+            task.cancel()
+        raise
+
+
+async def _ask(handle: ProviderHandle, memory_ids: Sequence[str], query: RecallQuery,
+               deadline: float | None) -> tuple[RecallAnswer, int]:
     """One call for all memories where the vendor can search several; else bounded calls, one each."""
     if handle.capabilities().searches_many_memories or len(memory_ids) == 1:
-        answer = await handle.call(lambda p: p.recall(memory_ids, query), read=True)
+        answer = await handle.call(lambda p: p.recall(memory_ids, query), read=True, deadline=deadline)
         return answer, 1
 
     async def one(memory_id: str) -> RecallAnswer:
         def ask(p: Provider) -> Any:
             return p.recall([memory_id], query)
 
-        return await handle.call(ask, read=True)
+        return await handle.call(ask, read=True, deadline=deadline)
 
     results = await asyncio.gather(*(one(m) for m in memory_ids), return_exceptions=True)
     answers = [r for r in results if isinstance(r, RecallAnswer)]
@@ -128,5 +158,5 @@ async def _ask(handle: ProviderHandle, memory_ids: Sequence[str], query: RecallQ
     merged = sorted((h for a in answers for h in a.hits), key=lambda h: (-h.score, h.record.memory_id, h.record.id))
     degraded = tuple(sorted({d for a in answers for d in a.degraded}))
     if failures:
-        degraded += (f"partial:{len(failures)}_of_{len(memory_ids)}_memories_failed",)
+        degraded += (entries.entry("partial", f"{len(failures)}_of_{len(memory_ids)}_memories_failed"),)
     return RecallAnswer(tuple(merged[: query.limit]), all(a.abstain for a in answers), degraded), len(memory_ids)

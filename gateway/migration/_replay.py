@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
+from adapters import degraded as entries
 from adapters.base import NewRecord, Page, Provider, Record, RecordNotFound, Reference, Revision
 from gateway.federation.providers import ProviderHandle
 
@@ -86,9 +87,9 @@ class Replay:
                 out.append(Reference(named.memory_id, named.new_id, ref.rel))
             else:
                 if named is not None:
-                    self.outcome.degraded.append(
-                        f"record {item.key[1]} v{version.version}: its reference to {ref.record_id} was written "
-                        "before that record existed here, so it keeps the old id (resolved through the alias)")
+                    # Written before the record it names existed here: it keeps the old id, which
+                    # resolves through the alias.
+                    self.outcome.degraded.append(entries.record_entry(item.key[1], "reference", "kept_old_id"))
                 out.append(ref)
         return tuple(out)
 

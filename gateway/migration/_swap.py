@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from adapters import degraded as entries
 from adapters.base import Erasure, Provider, ProviderError, Record, RecordNotFound, Unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.migration._log import Copied, MigrationLog
@@ -270,8 +271,8 @@ class Swap:
             try:
                 await source.call(_drop(node.id), read=False)
             except ProviderError as exc:
-                report.degraded.append(f"memory {node.id}: the source copy on {source.name} was not dropped "
-                                       f"({exc.reason}); the migration is complete")
+                # The migration is complete; the copy left on the source is said, with why.
+                report.degraded.append(entries.memory_entry(node.id, "source_copy", f"not_dropped_{exc.reason}"))
                 continue
             by_memory[node.id].purged_source = True
         report.source_kept = not all(m.purged_source for m in report.memories)

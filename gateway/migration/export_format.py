@@ -21,7 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from adapters.base import FileRef, Follows, Part, Record, RecordTime, Reference, Writer, part_to_json, writer_to_json
 from adapters.writer_format import checked_writer
+from gateway import limits
 from gateway.clock import rfc3339_or_none
+from gateway.errors import ApiError
+from gateway.limits import Attributes, Instant
 
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -135,10 +138,10 @@ class _Reference(_Model):
 
 
 class _Time(_Model):
-    written_at: datetime
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    invalidated_at: datetime | None = None
+    written_at: Instant
+    valid_from: Instant | None = None
+    valid_to: Instant | None = None
+    invalidated_at: Instant | None = None
 
 
 class _Follows(_Model):
@@ -151,7 +154,7 @@ class _Version(_Model):
     type: str = Field(min_length=1)
     title: str | None = None
     content: list[_Part] = Field(default_factory=list)
-    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes: Attributes = Field(default_factory=dict)
     version: int = Field(ge=1)
     status: Literal["active", "superseded", "forgotten"]
     supersedes: int | None = None
@@ -207,11 +210,15 @@ def _record(line: _Line, v: _Version) -> Record:
 
 def parse_line(number: int, text: str) -> Exported:
     try:
-        raw = json.loads(text)
-    except ValueError:
+        raw = limits.loads(text)
+    except ApiError as error:  # nested past the limit
+        raise LineError(number, error.message) from None
+    except (ValueError, UnicodeEncodeError):
         raise LineError(number, "not valid JSON") from None
     if not isinstance(raw, dict):
         raise LineError(number, "a line is one JSON object")
+    if (problem := limits.plain_problem(raw)) is not None:
+        raise LineError(number, f"{problem[0]} {problem[1]}")
     try:
         line = _Line.model_validate(raw)
     except ValidationError as exc:

@@ -1,0 +1,14 @@
+"""What the gateway itself keeps: who exists, the tree of memories and its grants, files, and the tables.
+
+`store.StateStore` holds members, keys, groups, memories and grants in SQL and mirrors them in memory
+(`directory`, `tree`) so that a decision costs no round trip; `coherence` keeps that mirror current when
+several instances share the database; `tree_writes` makes each tree change atomic; `files` and `file_uses`
+keep file bytes and who refers to them; `schema` and the `*_schema` modules define every table.
+"""
+
+from gateway.state.directory import GroupRow, Member
+from gateway.state.store import StateStore
+from gateway.state.tree import MemoryNode, StateCorrupt, Tree
+from gateway.state.tree_writes import TreeRefused
+
+__all__ = ["GroupRow", "Member", "MemoryNode", "StateCorrupt", "StateStore", "Tree", "TreeRefused"]

@@ -63,6 +63,7 @@ class Changes:
     upto: int
     entities: dict[Kind, set[str]] = field(default_factory=dict)
     gap: bool = False
+    newest_at: int = 0  # when the newest of them was written (ms): its age when applied is the lag
 
     def of(self, kind: Kind) -> set[str]:
         return self.entities.get(kind, set())
@@ -70,10 +71,11 @@ class Changes:
 
 async def since(conn: AsyncConnection, mark: int) -> Changes:
     c = t.state_changes.c
-    rows = (await conn.execute(select(c.seq, c.kind, c.entity).where(c.seq > mark).order_by(c.seq))).all()
+    rows = (await conn.execute(select(c.seq, c.kind, c.entity, c.at).where(c.seq > mark).order_by(c.seq))).all()
     if not rows:
         return Changes(mark)
     changes = Changes(int(rows[-1].seq), gap=int(rows[0].seq) > mark + 1 and await _pruned(conn, mark))
+    changes.newest_at = max(int(row.at) for row in rows)
     for row in rows:
         if row.kind in KINDS:
             changes.entities.setdefault(row.kind, set()).add(row.entity)

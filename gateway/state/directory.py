@@ -7,9 +7,17 @@ with what its rows say now, so applying a change twice, or one already applied, 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+KEY_PREFIX = "mf_"
+
+
+def hash_key(secret: str) -> str:
+    # API keys carry 256 bits of randomness, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

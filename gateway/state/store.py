@@ -7,30 +7,27 @@ which groups, the tree) come from memory.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.clock import now_ms
 from gateway.ids import new_id
-from gateway.state import coherence, tree_writes
+from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
-from gateway.state.directory import Directory, GroupRow, Member, member_of_row
+from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
+from gateway.state.engine import chunks, open_engine
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
+from gateway.telemetry import metrics
 from policies.access import PRIVILEGES, Grant
 
-KEY_PREFIX = "mf_"
-
-
-def hash_key(secret: str) -> str:
-    # API keys carry 256 bits of randomness, so a fast hash is enough: there is nothing to brute-force.
-    return hashlib.sha256(secret.encode()).hexdigest()
+Creator = Callable[[AsyncConnection], Awaitable[None]]  # makes more tables, inside the startup transaction
 
 
 class StateStore:
@@ -43,15 +40,26 @@ class StateStore:
         self.claims = Claims()
         self.directory = Directory()
         self.changes = coherence.ChangeMark()
+        self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
 
     @classmethod
-    async def open(cls, url: str, *, search_path: str | None = None) -> StateStore:
-        """The store on `url`, loaded; StateCorrupt when its memories are not a tree."""
-        engine = _engine(url, search_path)
+    async def open(cls, url: str, *, search_path: str | None = None, schemas: Sequence[Creator] = (),
+                   first_admin: str | None = None) -> StateStore:
+        """The store on `url`, loaded; StateCorrupt when its memories are not a tree.
+
+        Its tables, those `schemas` create (the decision log's) and, given `first_admin` (a key, or "" for
+        a new one), the first admin of an empty store are made under the startup lock (gateway/state/
+        startup.py), so replicas starting together make them once; `first_admin` is what it made."""
+        engine = open_engine(url, search_path)
         try:
             async with engine.begin() as conn:
+                await startup.hold_startup_lock(conn)
                 await conn.run_sync(t.metadata.create_all)
+                for create in schemas:
+                    await create(conn)
+                made = await startup.make_first_admin(conn, first_admin or None) if first_admin is not None else None
             store = cls(engine)
+            store.first_admin = made
             await store._load()
         except BaseException:
             await engine.dispose()
@@ -61,7 +69,7 @@ class StateStore:
     @classmethod
     async def check_tree(cls, url: str, *, search_path: str | None = None) -> None:
         """StateCorrupt when the memories' parent links are not a tree; reads only those, creates nothing."""
-        engine = _engine(url, search_path)
+        engine = open_engine(url, search_path)
         try:
             await tree_writes.check_links(engine)
         finally:
@@ -110,6 +118,7 @@ class StateStore:
             crossed = found.upto // coherence.PRUNE_EVERY != self.changes.seen // coherence.PRUNE_EVERY
             self.changes.seen = found.upto
             self.changes.applied_at = now_ms()
+            metrics.coherence_lag((self.changes.applied_at - found.newest_at) / 1000)
         if crossed:
             async with self.engine.begin() as conn:
                 await coherence.prune(conn)
@@ -121,6 +130,21 @@ class StateStore:
 
     def member_count(self) -> int:
         return self.directory.member_count()
+
+    async def make_first_admin(self, given: str | None) -> str | None:
+        """The first admin of an empty store (under the startup lock) and its key's secret; None if there
+        are members already."""
+        async with self.engine.begin() as conn:
+            await startup.hold_startup_lock(conn)
+            made = await startup.make_first_admin(conn, given)
+        if made is None:
+            return None
+        async with self.engine.connect() as conn:  # the rows as written: member and key
+            member = (await conn.execute(select(t.members).where(t.members.c.id == made[0]))).one()
+            key = (await conn.execute(select(t.api_keys).where(t.api_keys.c.member_id == made[0]))).one()
+        self.directory.put_member(member_of_row(member))
+        self.directory.put_key(key.key_hash, key.id, member.id)
+        return made[1]
 
     def member_for_key(self, secret: str) -> Member | None:
         return self.directory.member_for_digest(hash_key(secret))
@@ -308,7 +332,7 @@ class StateStore:
                 if claim is not None and not set(found) <= claim:
                     raise TreeRefused("busy", "Memories were added below this one while it was being deleted.")
                 ids = sorted(found)
-                for chunk in _chunks(ids, 500):
+                for chunk in chunks(ids, 500):
                     await conn.execute(delete(t.grants).where(t.grants.c.memory_id.in_(chunk)))
                     await conn.execute(delete(t.snapshots).where(t.snapshots.c.memory_id.in_(chunk)))
                     await conn.execute(delete(t.record_aliases).where(t.record_aliases.c.memory_id.in_(chunk)))
@@ -374,27 +398,3 @@ class StateStore:
         async with self.engine.begin() as conn:
             result = await conn.execute(delete(table).where(*(table.c[k] == v for k, v in where.items())))
         return int(result.rowcount or 0)
-
-
-def _engine(url: str, search_path: str | None) -> AsyncEngine:
-    kwargs: dict[str, Any] = {}
-    if url.startswith("postgresql") and search_path:
-        kwargs["connect_args"] = {"server_settings": {"search_path": search_path}}
-    engine = create_async_engine(url, **kwargs)
-    if url.startswith("sqlite"):
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers run beside a writer, and synchronous=NORMAL commits without an fsync per
-    # transaction (a commit survives a crash of the process; a power cut may lose the last few).
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
-
-
-def _chunks(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]

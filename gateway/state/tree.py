@@ -38,6 +38,9 @@ class Tree:
         self._grants_to: dict[str, list[Grant]] = {}
         self._grants_by_id: dict[str, Grant] = {}
 
+    def __len__(self) -> int:
+        return len(self._nodes)
+
     # -- TreeView
 
     def exists(self, memory_id: str) -> bool:

@@ -106,6 +106,22 @@ async def zep_v3(scratch: Path) -> AsyncIterator[Provider]:
         yield provider
 
 
+@asynccontextmanager
+async def plugin(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_plugin import plugin_provider
+
+    async with plugin_provider(scratch) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def plugin_old_package(scratch: Path) -> AsyncIterator[Provider]:
+    from tests.adapters.fake_plugin import plugin_provider
+
+    async with plugin_provider(scratch, "--package", "old", "--errors", "memoryerror") as provider:
+        yield provider
+
+
 HARNESSES: dict[str, Harness] = {
     "local": local,
     "postgres": postgres,
@@ -116,6 +132,8 @@ HARNESSES: dict[str, Harness] = {
     "saas-deriving": saas_deriving,
     "zep-v4": zep_v4,
     "zep-v3": zep_v3,
+    "plugin": plugin,
+    "plugin-agent-package": plugin_old_package,
 }
 
 # Harnesses that need the PostgreSQL server: marked `postgres`, like the other tests that do.

@@ -542,3 +542,25 @@ async def test_background_derivation_is_declared_with_a_way_to_know_it_is_done(
     assert isinstance(provider, DerivingProvider)
     stated = await provider.remember(M1, stamps.record("Acme renews in March.", type="fact"))
     assert await provider.derivation_pending(M1, [stated.id]) is False  # a stated fact is not derived from
+
+
+# --------------------------------------------------------------------------- prime
+
+
+async def test_a_provider_declaring_prime_places_its_own_context_for_one_memory(
+    provider: Provider, stamps: Stamps
+) -> None:
+    """With `prime: true` the provider offers its own context recall (adapters/context.py): what it places
+    for a memory is that memory's records and never another's. Without it, it offers none."""
+    from adapters.context import ContextProvider
+
+    if not provider.capabilities().prime:
+        assert not isinstance(provider, ContextProvider)
+        return
+    assert isinstance(provider, ContextProvider)
+    mine = await provider.remember(M1, stamps.record("Kept in memory one."))
+    await provider.remember(M2, stamps.record("Kept in memory two."))
+
+    placed = await provider.context_records(M1)
+
+    assert [r.id for r in placed] == [mine.id]

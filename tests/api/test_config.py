@@ -32,6 +32,9 @@ def test_every_commented_table_of_the_example_is_valid_when_enabled(monkeypatch:
     assert set(config.providers) >= {"local", "mem0-cloud", "mem0-selfhosted", "zep"}
     zep = config.providers["zep"]
     assert (zep.adapter, zep.api_key_env, zep.options["variant"]) == ("zep", "ZEP_API_KEY", "v4")
+    notes = config.providers["notes"]
+    assert notes.adapter == "plugin" and notes.options["command"] == ["/opt/plugins/notes-memory"]
+    assert notes.options["config"]["api_token"] == {"env": "NOTES_TOKEN"}
     cloud = config.providers["mem0-cloud"]
     assert (cloud.adapter, cloud.api_key_env, cloud.options["variant"]) == ("mem0", "MEM0_API_KEY", "platform")
     monkeypatch.setenv("MEM0_API_KEY", "from-the-environment")

@@ -111,7 +111,7 @@ async def test_a_signal_one_provider_lacks_is_named_for_that_provider(federated:
     body = (await gw.admin.post(f"/v1/memories/{made['root']['id']}/recall", json={"text": "renewal"})).json()
     assert {r["memory"]["id"] for r in body["results"]} == {made["local"]["id"]}
     for name in ("cloud", "selfhosted", "slow"):
-        assert f"text:not_supported:provider:{name}" in body["degraded"]
+        assert f"provider:{name}:text:not_supported" in body["degraded"]
 
 
 async def test_one_call_per_provider_that_searches_many_memories(federated: tuple[Gateway, Vendors]) -> None:

@@ -106,7 +106,7 @@ async def test_emulated_meaning_is_declared(gateway: Gateway) -> None:
     t = await _tree(gateway)
     body = (await gateway.admin.post(f"/v1/memories/{t['root']['id']}/recall",
                                      json={"query": "when does Acme renew its contract?"})).json()
-    assert "query:emulated:provider:local" in body["degraded"]
+    assert "provider:local:query:emulated" in body["degraded"]
     assert body["results"]
 
 

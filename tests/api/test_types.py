@@ -96,7 +96,9 @@ async def test_an_operation_needs_the_privilege_it_requires(gateway: Gateway) ->
 
     done = await writer.post(_op(memory, record, "complete"), json={"input": {}})
     assert done.status_code == 200, done.text
-    written = done.json()["record"]
+    # The writer cannot read the memory: it is told which version it wrote, and the reader sees the rest.
+    assert (done.json()["record"]["object"], done.json()["record"]["version"]) == ("memory.record.acknowledgement", 2)
+    written = (await reader.get(f"/v1/memories/{memory}/records/{record}")).json()
     assert (written["version"], written["attributes"]["status"]) == (2, "done")
     assert written["written_by"] == {"kind": "member", "id": writer_id, "type": "agent"}
     refused = await writer.post(_op(memory, record, "summary"), json={})

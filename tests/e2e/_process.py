@@ -25,7 +25,7 @@ def memfed_command() -> list[str]:
 
 class ServeProcess:
     def __init__(self, data_dir: Path, *, admin_key: str | None = None, config: Path | None = None,
-                 env: dict[str, str] | None = None, ready_seconds: float = 30.0) -> None:
+                 env: dict[str, str] | None = None, wait: bool = True, ready_seconds: float = 90.0) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         command = [*memfed_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
@@ -40,9 +40,11 @@ class ServeProcess:
         self._log_file = self.log.open("wb")
         self.process = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT,
                                         env=environment)
-        self._wait_ready(ready_seconds)
+        if wait:
+            self.wait_ready(ready_seconds)
 
-    def _wait_ready(self, seconds: float = 30.0) -> None:
+    def wait_ready(self, seconds: float = 90.0) -> None:
+        """Return once the gateway answers `GET /v1/uhp` (it does once its state is loaded)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -51,11 +53,13 @@ class ServeProcess:
                 if httpx.get(self.base_url + "/v1/uhp", timeout=1.0).status_code == 200:
                     return
             except httpx.HTTPError:
-                time.sleep(0.1)
+                pass
+            time.sleep(0.1)
         raise RuntimeError(f"memfed serve did not start: {self.output()}")
 
     def output(self) -> str:
-        self._log_file.flush()
+        if not self._log_file.closed:
+            self._log_file.flush()
         return self.log.read_text(errors="replace")
 
     def stop(self, kill: bool = False) -> None:

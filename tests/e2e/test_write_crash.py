@@ -10,7 +10,6 @@ the write at mem0 by its write id, and writes nothing again.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from tests.adapters.fake_mem0 import FakeMem0
+from tests.e2e._mem0_http import FakeOverHttp
 from tests.e2e._process import ServeProcess
 from tests.e2e._server import LoopbackServer
 
@@ -27,37 +27,6 @@ ADMIN_KEY = "mf_e2e_admin_key_for_tests_only_0123456789"
 MEM0_KEY_ENV = "MEMFED_E2E_MEM0_KEY"
 TURN = [{"type": "text", "text": "Can I return shoes after 30 days?", "role": "user"},
         {"type": "text", "text": "Only with a receipt.", "role": "assistant"}]
-
-
-class FakeOverHttp:
-    """The fake mem0 as an ASGI app, so a gateway in another process reaches it over HTTP."""
-
-    def __init__(self, fake: FakeMem0) -> None:
-        self.fake = fake
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        query = scope["query_string"].decode()
-        url = self.fake.base_url + scope["path"] + (f"?{query}" if query else "")
-        headers = [(k.decode(), v.decode()) for k, v in scope["headers"]]
-        answer = self.fake.handle(httpx.Request(scope["method"], url, headers=headers, content=body))
-        response: httpx.Response = await answer if inspect.isawaitable(answer) else answer
-        await send({"type": "http.response.start", "status": response.status_code,
-                    "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": response.content})
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from policies.access import (
     entry_points,
     explain,
     explain_subtree,
+    may_read,
     principal_error,
     readable_children,
     visible_ancestors,
@@ -59,6 +60,8 @@ def test_every_access_decision_matches_the_reference(
             assert effective(tree, principals, node) == expected[node], node
             for privilege in PRIVILEGES:
                 assert can(tree, principals, node, privilege) == (privilege in expected[node])
+            # A write's answer shows a record only to a caller holding read (issue 9 item 6).
+            assert may_read(tree, principals, node) == ("read" in expected[node])
 
             decision = explain(tree, principals, node)
             assert decision.memory_id == node

@@ -71,21 +71,21 @@ def test_a_signal_no_provider_has_is_not_supported_once() -> None:
         "mem0": split_signals(EVERYTHING, _caps("filters")),
     }
     # The order of the entries across signals is not part of the contract; their set is.
-    assert sorted(signal_degradations(splits)) == ["query:not_supported", "text:not_supported:provider:mem0"]
+    assert sorted(signal_degradations(splits)) == ["provider:mem0:text:not_supported", "query:not_supported"]
 
 
 def test_a_signal_some_providers_lack_is_named_per_provider_sorted() -> None:
-    """When some providers lack a signal, each is named, `<signal>:not_supported:provider:<name>`, sorted."""
+    """When some providers lack a signal, each is named, `provider:<name>:<signal>:not_supported`, sorted."""
     splits = {
         "zep": split_signals(EVERYTHING, _caps("text")),
         "local": split_signals(EVERYTHING, _caps("query", "text", "filters")),
         "mem0": split_signals(EVERYTHING, _caps("text")),
     }
     assert signal_degradations(splits) == [
-        "query:not_supported:provider:mem0",
-        "query:not_supported:provider:zep",
-        "filters:not_supported:provider:mem0",
-        "filters:not_supported:provider:zep",
+        "provider:mem0:query:not_supported",
+        "provider:zep:query:not_supported",
+        "provider:mem0:filters:not_supported",
+        "provider:zep:filters:not_supported",
     ]
 
 
@@ -103,15 +103,15 @@ def test_a_single_provider_lacking_a_signal_is_not_supported_without_provider_su
 
 
 def test_emulated_signals_are_noted_only_when_asked() -> None:
-    """`<signal>:emulated:provider:<name>` per asked signal a provider only emulates, providers sorted."""
+    """`provider:<name>:<signal>:emulated` per asked signal a provider only emulates, providers sorted."""
     capabilities = {
         "zep": _caps("query", "text", emulated=("query",)),
         "local": _caps("query", "text", "filters", emulated=("query", "filters")),
         "mem0": _caps("query"),
     }
     assert emulation_notes(RecallQuery(query="renewal?", text="renewal"), capabilities) == [
-        "query:emulated:provider:local",
-        "query:emulated:provider:zep",
+        "provider:local:query:emulated",
+        "provider:zep:query:emulated",
     ]
-    assert emulation_notes(RecallQuery(filters=(ACME,)), capabilities) == ["filters:emulated:provider:local"]
+    assert emulation_notes(RecallQuery(filters=(ACME,)), capabilities) == ["provider:local:filters:emulated"]
     assert emulation_notes(RecallQuery(text="renewal"), capabilities) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ from gateway.app import create_app, open_services
 from gateway.config import Config
 from gateway.state.store import StateStore
 from tests._postgres import PG_URL, fresh_schema
+from tests.adapters.fake_mem0 import FakeMem0
 from tests.api._gateway import make_config, running_gateway
 
 
@@ -150,9 +152,10 @@ async def test_a_key_revoked_through_one_gateway_is_refused_by_the_other_on_its_
 
 
 @asynccontextmanager
-async def second_gateway(config: Config) -> AsyncIterator[Callable[[str], httpx.AsyncClient]]:
+async def second_gateway(config: Config, http_client: httpx.AsyncClient | None = None,
+                         ) -> AsyncIterator[Callable[[str], httpx.AsyncClient]]:
     """Another gateway on a database a first one set up (so it bootstraps no admin): a client per key."""
-    services = await open_services(config)
+    services = await open_services(config, http_client=http_client)
     app = create_app(config, services=services)
     clients: list[httpx.AsyncClient] = []
 
@@ -168,3 +171,80 @@ async def second_gateway(config: Config) -> AsyncIterator[Callable[[str], httpx.
         for made in clients:
             await made.aclose()
         await services.close()
+
+
+async def test_applying_another_instances_change_records_the_coherence_lag(tmp_path: Path) -> None:
+    """The time from a change written on A to B applying it is a `memfed.coherence.lag` measurement."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from gateway.telemetry import metrics
+
+    reader = InMemoryMetricReader()
+    metrics.use(MeterProvider(metric_readers=[reader]))
+    try:
+        async with two_stores("sqlite", tmp_path) as (a, b):
+            await a.create_member("Ann", "human")
+            await b.catch_up()
+        data = reader.get_metrics_data()
+        assert data is not None
+        lags = [point for rm in data.resource_metrics for sm in rm.scope_metrics for metric in sm.metrics
+                if metric.name == "memfed.coherence.lag" for point in metric.data.data_points]
+        assert lags and getattr(lags[0], "count", None) == 1
+    finally:
+        metrics.use(None)
+
+
+class RoundRobin:
+    """A client that sends each request to the next gateway in turn, as a load balancer would."""
+
+    def __init__(self, clients: list[httpx.AsyncClient]) -> None:
+        self.clients, self.turn = clients, 0
+
+    def _next(self) -> httpx.AsyncClient:
+        self.turn += 1
+        return self.clients[self.turn % len(self.clients)]
+
+    async def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return await self._next().post(path, **kwargs)
+
+    async def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return await self._next().get(path, **kwargs)
+
+    async def delete(self, path: str, **kwargs: Any) -> httpx.Response:
+        return await self._next().delete(path, **kwargs)
+
+
+@pytest.mark.postgres
+async def test_two_gateways_behind_a_round_robin_client_act_as_one(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's example: two gateways on one PostgreSQL and one mem0 behind a client that alternates
+    between them. Every step lands on the other gateway than the one before, and each sees the last."""
+    fake = FakeMem0("oss")
+    monkeypatch.setenv("MEMFED_TEST_MEM0_KEY", fake.api_key or "")
+    async with fresh_schema("roundrobin") as (_engine, schema):
+        raw = {"state": {"url": "postgresql://postgres@127.0.0.1:5432/test", "schema": schema},
+               "providers": {"m0": {"adapter": "mem0", "variant": "oss", "base_url": fake.base_url,
+                                    "api_key_env": "MEMFED_TEST_MEM0_KEY"}},
+               "default": {"provider": "m0"}}
+        async with running_gateway(make_config(tmp_path / "a", **raw), http_client=fake.client()) as gw_a, \
+                second_gateway(make_config(tmp_path / "b", **raw), http_client=fake.client()) as on_b:
+            admin = RoundRobin([gw_a.admin, on_b(gw_a.admin_key)])
+            member = (await admin.post("/v1/members", json={"name": "Ann", "type": "agent"})).json()
+            key = (await admin.post(f"/v1/members/{member['id']}/keys")).json()
+            root = (await admin.post("/v1/memories", json={"name": "Shared"})).json()
+            team = (await admin.post("/v1/memories", json={"name": "Team", "parent_id": root["id"]})).json()
+            grant = await admin.post(f"/v1/memories/{team['id']}/grants",
+                                     json={"principal": f"member:{member['id']}", "privileges": ["read", "write"]})
+            assert grant.status_code == 201, grant.text
+            ann = RoundRobin([gw_a.client(key["key"]), on_b(key["key"])])
+            made = await ann.post(f"/v1/memories/{team['id']}/records", json={"content": "The launch is on Friday."})
+            assert made.status_code == 201, made.text
+            read = await ann.get(f"/v1/memories/{team['id']}/records/{made.json()['id']}")
+            assert read.status_code == 200 and read.json()["id"] == made.json()["id"]
+            recalled = await ann.post(f"/v1/memories/{team['id']}/recall", json={"query": "launch"})
+            assert [hit["record"]["id"] for hit in recalled.json()["results"]] == [made.json()["id"]]
+            assert (await admin.delete(f"/v1/memories/{team['id']}/grants/{grant.json()['id']}")).status_code in (
+                200, 204)
+            for _ in range(2):  # on each gateway in turn
+                assert (await ann.get(f"/v1/memories/{team['id']}")).status_code in (403, 404)

@@ -93,6 +93,8 @@ def _written(verb: str, answer: Answer, tool: str) -> types.CallToolResult:
     version = record.get("version")
     # The record's id is the provider's: it is shown in the fenced record's header, not in this line.
     lead = f"{verb} the record below" + (f" (version {version})." if isinstance(version, int) else ".")
+    if record.get("object") == "memory.record.acknowledgement":
+        lead += " You may write this memory but not read it: below is which record and version, not what it says."
     return results.records(record, [record], lead=lead)
 
 

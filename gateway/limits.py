@@ -1,0 +1,175 @@
+"""The bounds every request is held to before any work is done on it, in one place.
+
+- A JSON body is at most `MAX_JSON_BYTES`, counted while it streams (a chunked body has no length to trust).
+- JSON is nested at most `MAX_JSON_DEPTH` levels (an array or object is a level), checked on the raw text
+  before it is parsed, so no parser or validator ever recurses deep enough to fail.
+- `attributes` are nested at most `ATTRIBUTES_MAX_DEPTH` levels and at most `ATTRIBUTES_MAX_BYTES` as
+  compact JSON: a record's attributes travel to every vendor and into every read tool.
+- Every string is Unicode text (no lone surrogate such as "\\ud800", which no vendor, database or encoder
+  can store) and every integer fits a signed 64-bit one (what databases and vendors compare).
+- Every datetime names an instant that exists in UTC (year 1 to 9999 once its offset is applied).
+
+`docs/limits.md` says the same for clients.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from datetime import UTC, datetime
+from itertools import accumulate
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
+
+from gateway.errors import ApiError
+
+MAX_JSON_BYTES = 2 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+ATTRIBUTES_MAX_DEPTH = 16
+ATTRIBUTES_MAX_BYTES = 64 * 1024
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+# A JSON string (with its escapes), then the brackets outside strings: only brackets are left to count.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def too_deep() -> ApiError:
+    return ApiError(400, "memfed_json_too_deep", f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.",
+                    detail={"max_depth": MAX_JSON_DEPTH})
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep the JSON text nests, without parsing it (so without recursion). Text that is not JSON
+    gives some number; the parser refuses it afterwards."""
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", raw))
+    return max(accumulate(_STEP[b] for b in brackets), default=0)
+
+
+def loads(raw: bytes | str) -> Any:
+    """JSON text -> value, refusing (ApiError 400) text nested past the limit. ValueError for non-JSON."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise too_deep()
+    try:
+        return json.loads(data)
+    except RecursionError:  # the count above makes this unreachable; kept so it can never be a 500
+        raise too_deep() from None
+
+
+def plain_problem(value: Any) -> tuple[str, str] | None:
+    """(where, what is wrong) for the first string that is not Unicode text or integer past 64 bits in a
+    parsed JSON value, or None. Iterative: the value is bounded by depth already, but walks stay flat."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if _has_surrogate(item):
+                return where, "is not valid Unicode text (a lone surrogate)"
+        elif isinstance(item, bool) or item is None or isinstance(item, float):
+            continue
+        elif isinstance(item, int):
+            if not INT_MIN <= item <= INT_MAX:
+                return where, "is an integer outside the signed 64-bit range"
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                path = f"{where}.{key}" if where else str(key)
+                if _has_surrogate(key):
+                    return where, "has a key that is not valid Unicode text (a lone surrogate)"
+                stack.append((path, inner))
+        elif isinstance(item, list):
+            stack.extend((f"{where}.{n}" if where else str(n), inner) for n, inner in enumerate(item))
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+async def bounded(chunks: AsyncIterator[bytes], max_bytes: int, refuse: Callable[[], ApiError]
+                  ) -> AsyncGenerator[bytes, None]:
+    """The chunks of a body, stopping with `refuse()` as soon as more than `max_bytes` have come."""
+    taken = 0
+    async for chunk in chunks:
+        taken += len(chunk)
+        if taken > max_bytes:
+            raise refuse()
+        yield chunk
+
+
+def body_too_large(max_bytes: int = MAX_JSON_BYTES) -> ApiError:
+    return ApiError(413, "memfed_body_too_large", "The request body is too large.", detail={"max_bytes": max_bytes})
+
+
+def declared_length(headers: Any) -> int | None:
+    given = headers.get("content-length")
+    return int(given) if given and given.isascii() and given.isdigit() else None
+
+
+# ---------------------------------------------------------------- value types for the wire models
+
+
+def _attributes(value: dict[str, Any]) -> dict[str, Any]:
+    depth = json_depth(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if depth > ATTRIBUTES_MAX_DEPTH:
+        raise ValueError(f"attributes are nested at most {ATTRIBUTES_MAX_DEPTH} levels deep")
+    if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")) \
+            > ATTRIBUTES_MAX_BYTES:
+        raise ValueError(f"attributes are at most {ATTRIBUTES_MAX_BYTES} bytes as JSON")
+    return value
+
+
+Attributes = Annotated[dict[str, Any], AfterValidator(_attributes),
+                       Field(description=f"Free-form JSON object: at most {ATTRIBUTES_MAX_DEPTH} levels deep "
+                                         f"and {ATTRIBUTES_MAX_BYTES} bytes as compact JSON.")]
+
+
+def instant(moment: datetime) -> datetime:
+    """A datetime that names a real instant: its UTC form exists (a naive one is read as UTC)."""
+    if moment.tzinfo is None:
+        return moment
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the time is outside years 1 to 9999 once converted to UTC") from None
+    return moment
+
+
+def _rfc3339(value: Any) -> Any:
+    """Only text names a time on the wire (a number, seconds since 1970 to pydantic, is refused), read
+    here, so that strict validation of a JSON body and lax reading of a query string agree."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not (len(value) >= 10 and value[:4].isdigit() and value[4] == "-"):
+        raise ValueError("a time is an RFC 3339 date-time string")
+    try:
+        return datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] in "Zz" else value)
+    except ValueError:
+        raise ValueError("a time is an RFC 3339 date-time string") from None
+
+
+Instant = Annotated[datetime, BeforeValidator(_rfc3339), AfterValidator(instant),
+                    WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+def ascii_index(text: str) -> int | None:
+    """A path segment as a non-negative integer when it is ASCII digits only: a superscript two or an
+    Arabic-Indic one is a digit to str.isdigit, and int() reads the second as 1."""
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    return None
+
+
+def cursor_number(text: str) -> int:
+    """A number inside a cursor: ASCII digits that fit a signed 64-bit integer (a database compares it),
+    else ValueError, which each cursor's reader answers as a cursor this server did not give."""
+    if not (text.isascii() and text.isdigit()) or int(text) > INT_MAX:
+        raise ValueError("not a cursor number")
+    return int(text)

@@ -1,0 +1,116 @@
+"""`memfed serve`: bind the port, load the state beside it, serve, and stop gracefully.
+
+* The port is bound at once and answers the probes (`/readyz` says `loading`) while the state store is
+  opened and loaded; other requests are 503 until then.
+* A start that cannot work ends the process with one line on standard error and exit status 2, having
+  closed what it opened (a connection thread left open would keep the process alive after the failure).
+* The first SIGTERM (or SIGINT) drains: readiness turns 503, the listening socket closes, requests already
+  taken get `[server] grace_seconds` to finish (then they are cancelled), the outbox worker stops, and the
+  decision log commits what its journal holds before the process exits 0. A second signal exits at once:
+  what was journaled is on disk and is committed by the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import signal
+import sys
+from types import FrameType
+
+import uvicorn
+
+from gateway.app import begin_serving, create_app, end_serving, open_services
+from gateway.config import Config
+from gateway.ops.failure import one_line
+from gateway.ops.health import Readiness
+from gateway.services import Services
+from gateway.state.store import StateStore
+from gateway.telemetry.export import Telemetry
+from gateway.telemetry.tracing import flush as flush_spans
+
+log = logging.getLogger("memfed.serve")
+FAILED = 2
+STOPPED_AT_ONCE = 130
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, whose first stop signal also turns readiness to draining and whose second one
+    ends the process at once (uvicorn only forces on a second SIGINT, and then still runs the shutdown)."""
+
+    def __init__(self, config: uvicorn.Config, readiness: Readiness) -> None:
+        super().__init__(config)
+        self.readiness = readiness
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit:
+            print(f"memfed: a second {signal.Signals(sig).name}: stopping at once (the audit journal keeps "
+                  "what is not committed yet, for the next start)", file=sys.stderr, flush=True)
+            os._exit(STOPPED_AT_ONCE)
+        self.readiness.drain()
+        super().handle_exit(sig, frame)
+        # uvicorn raises the captured signal again once it has stopped, which would end the process (with the
+        # default handler) before the decision log is committed: this module ends it instead.
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
+
+
+def run(config: Config) -> int:
+    """Serve until stopped; the process's exit status."""
+    # The event loop uvicorn would pick (uvloop where it is installed); the app is built inside it.
+    with asyncio.Runner(loop_factory=uvicorn.Config("memfed").get_loop_factory()) as runner:
+        return runner.run(_serve(config))
+
+
+async def _serve(config: Config) -> int:
+    try:
+        # A state store whose memories hold a cycle, or one that cannot be reached, stops the start here,
+        # before the port is bound.
+        await StateStore.check_tree(config.database_url(), search_path=config.state_schema)
+    except Exception as exc:
+        print(f"memfed: {one_line(exc, config)}", file=sys.stderr, flush=True)
+        return FAILED
+    readiness, telemetry = Readiness(), Telemetry(config)
+    app = create_app(config, freeze_heap=True, readiness=readiness, telemetry=telemetry)
+    server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
+                                           lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
+                            readiness)
+    serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
+    opening = asyncio.create_task(open_services(config, first_admin=True), name="memfed-open")
+    await asyncio.wait({serving, opening}, return_when=asyncio.FIRST_COMPLETED)
+    if serving.done():  # stopped (a signal, a port in use) before the state was in
+        opening.cancel()
+        opened = (await asyncio.gather(opening, return_exceptions=True))[0]
+        if isinstance(opened, Services):
+            await opened.close()
+        await telemetry.close()
+        return serving.result()
+    if (failure := opening.exception()) is not None:
+        server.should_exit = True
+        await serving
+        await telemetry.close()
+        print(f"memfed: {one_line(failure, config)}", file=sys.stderr, flush=True)
+        return FAILED
+    services = opening.result()
+    try:
+        await begin_serving(app, services)
+        await telemetry.start(services)
+        status = await serving
+    finally:
+        await end_serving(app)
+        await services.close()  # commits the decision log's journal
+        await telemetry.close()
+        flush_spans()
+    return status
+
+
+async def _until_stopped(server: uvicorn.Server) -> int:
+    try:
+        await server.serve()
+    except SystemExit:  # uvicorn exits this way when it cannot bind, having said why in one log line
+        return FAILED
+    return 0 if server.started else FAILED
+

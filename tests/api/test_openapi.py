@@ -1,0 +1,138 @@
+"""/openapi.json says what the server does: statuses, media types, bodies, parameter types, limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from gateway.api.openapi import build
+from gateway.app import endpoints
+from tests.api.conftest import Gateway
+
+DOCUMENT = build(endpoints())
+
+
+def _operation(method: str, path: str) -> dict[str, Any]:
+    operation: dict[str, Any] = DOCUMENT["paths"][path][method.lower()]
+    return operation
+
+
+def _body_schema(method: str, path: str) -> dict[str, Any]:
+    """The request body's schema, resolved against the document's components."""
+    ref = _operation(method, path)["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    name = ref.rsplit("/", 1)[-1]
+    return {**DOCUMENT["components"]["schemas"][name], "components": DOCUMENT["components"]}
+
+
+def _valid(schema: dict[str, Any], value: Any) -> bool:
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+def test_success_statuses_are_the_ones_the_routes_answer() -> None:
+    """observe is 201 or 202, a turn 200, 201 or 202, defining a named query 200 (replaced) or 201 (new)."""
+    assert {"201", "202"} <= set(_operation("POST", "/v1/memories/{memory_id}/observe")["responses"])
+    assert {"200", "201", "202"} <= set(_operation("POST", "/v1/harnesses/{harness_id}/turns")["responses"])
+    assert {"200", "201"} <= set(_operation("PUT", "/v1/memories/{memory_id}/queries/{name}")["responses"])
+
+
+def test_media_types_are_the_real_ones() -> None:
+    """An export is NDJSON, a part's bytes come in their own type, an import takes NDJSON."""
+    export = _operation("GET", "/v1/memories/{memory_id}/export")["responses"]["200"]["content"]
+    assert list(export) == ["application/x-ndjson"]
+    content = _operation("GET", "/v1/memories/{memory_id}/records/{record_id}/content/{index}")
+    assert list(content["responses"]["200"]["content"]) == ["*/*"]
+    index = next(p for p in content["parameters"] if p["name"] == "index")
+    assert index["schema"]["type"] == "integer" and index["schema"]["minimum"] == 0
+    imported = _operation("POST", "/v1/memories/{memory_id}/import")["requestBody"]["content"]
+    assert list(imported) == ["application/x-ndjson"]
+
+
+@pytest.mark.parametrize("endpoint", [e for e in endpoints() if not e.public], ids=lambda e: e.operation)
+def test_every_route_lists_the_errors_it_can_answer(endpoint: Any) -> None:
+    """No `default` catch-all: each route names its statuses, in the envelope, and a body route its 413,
+    415 and 422."""
+    responses = _operation(endpoint.method, endpoint.path)["responses"]
+    assert "default" not in responses
+    assert {"400", "401", "403", "404", "429", "503"} <= set(responses)
+    if endpoint.body is not None:
+        assert {"413", "415", "422"} <= set(responses)
+    assert responses["401"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+
+
+def test_limits_json_schema_can_state_are_in_the_schemas() -> None:
+    """What the models refuse and JSON Schema can say, the schema refuses too: a recall without a signal,
+    a signal given as null, a record with neither title nor content, an unknown part type, a principal
+    without its kind, an empty update, a null name, an empty record id."""
+    recall = _body_schema("POST", "/v1/memories/{memory_id}/recall")
+    assert not _valid(recall, {}) and not _valid(recall, {"query": None}) and _valid(recall, {"query": "q"})
+    assert not _valid(recall, {"filters": {"field": "colour"}})
+    remember = _body_schema("POST", "/v1/memories/{memory_id}/records")
+    assert not _valid(remember, {"type": "note"}) and _valid(remember, {"content": "x"})
+    assert not _valid(remember, {"content": [{"type": "pdf"}]})
+    grant = _body_schema("POST", "/v1/memories/{memory_id}/grants")
+    assert not _valid(grant, {"principal": "alice", "privileges": ["read"]})
+    update = _body_schema("PUT", "/v1/memories/{memory_id}")
+    assert not _valid(update, {}) and not _valid(update, {"name": None}) and _valid(update, {"name": "n"})
+    erase = _body_schema("POST", "/v1/memories/{memory_id}/erase")
+    assert not _valid(erase, {"record_ids": [""]})
+    observe = _body_schema("POST", "/v1/memories/{memory_id}/observe")
+    assert not _valid(observe, {"content": "x", "episodes": [{"content": "y"}]})
+
+
+def _answer_schema(method: str, path: str, status: str = "200") -> dict[str, Any]:
+    content = _operation(method, path)["responses"][status]["content"]["application/json"]["schema"]
+    assert "$ref" in content, (method, path, content)  # described by a model, not a bare object
+    return {**content, "components": DOCUMENT["components"]}
+
+
+async def test_answers_match_their_described_schemas(gateway: Gateway) -> None:
+    """The answers of the record, memory, recall and erase routes validate against the success schemas
+    the document gives them (built from gateway/api/responses.py)."""
+    memory = await gateway.root(description="d")
+    await gateway.child(gateway.admin, memory["id"], "Below")
+    upload = (await gateway.admin.post("/v1/files", files={"file": ("a.txt", b"x", "text/plain")})).json()
+    record = (await gateway.admin.post(f"/v1/memories/{memory['id']}/records", json={
+        "title": "t", "content": [{"type": "text", "text": "hello"}, {"type": "file", "file": {"id": upload["id"]}},
+                                  {"type": "x.note", "body": "own key"}],
+        "attributes": {"k": 1}, "time": {"valid_from": "2026-01-01T00:00:00Z"}})).json()
+    records, one = f"/v1/memories/{memory['id']}/records", f"/v1/memories/{memory['id']}/records/{record['id']}"
+    checks = [
+        ("GET", "/v1/memories/{memory_id}", await gateway.admin.get(f"/v1/memories/{memory['id']}")),
+        ("GET", "/v1/memories", await gateway.admin.get("/v1/memories")),
+        ("GET", "/v1/memories/{memory_id}/records", await gateway.admin.get(records)),
+        ("GET", "/v1/memories/{memory_id}/records/{record_id}", await gateway.admin.get(one)),
+        ("GET", "/v1/memories/{memory_id}/records/{record_id}/history", await gateway.admin.get(one + "/history")),
+        ("POST", "/v1/memories/{memory_id}/recall",
+         await gateway.admin.post(f"/v1/memories/{memory['id']}/recall", json={"query": "hello"})),
+        ("POST", "/v1/memories/{memory_id}/erase",
+         await gateway.admin.post(f"/v1/memories/{memory['id']}/erase", json={"record_ids": [record["id"]]})),
+    ]
+    for method, path, answer in checks:
+        assert answer.status_code == 200, (path, answer.text)
+        jsonschema.validate(answer.json(), _answer_schema(method, path))
+    member = (await gateway.admin.post("/v1/members", json={"name": "m", "type": "agent"})).json()
+    group = (await gateway.admin.post("/v1/groups", json={"name": "g"})).json()
+    kept = (await gateway.admin.post("/v1/files", files={"file": ("b.txt", b"y", "text/plain")})).json()
+    more = [
+        ("POST", "/v1/members/{member_id}/keys", "201", await gateway.admin.post(f"/v1/members/{member['id']}/keys")),
+        ("GET", "/v1/members/{member_id}", "200", await gateway.admin.get(f"/v1/members/{member['id']}")),
+        ("GET", "/v1/members/me", "200", await gateway.admin.get("/v1/members/me")),
+        ("PUT", "/v1/groups/{group_id}/members/{member_id}", "200",
+         await gateway.admin.put(f"/v1/groups/{group['id']}/members/{member['id']}")),
+        ("POST", "/v1/memories/{memory_id}/grants", "201", await gateway.admin.post(
+            f"/v1/memories/{memory['id']}/grants", json={"principal": f"group:{group['id']}", "privileges": ["read"]})),
+        ("GET", "/v1/memories/{memory_id}/grants", "200",
+         await gateway.admin.get(f"/v1/memories/{memory['id']}/grants")),
+        ("GET", "/v1/files/{file_id}", "200", await gateway.admin.get(f"/v1/files/{kept['id']}")),
+    ]
+    for method, path, status, answer in more:
+        assert str(answer.status_code) == status, (path, answer.text)
+        jsonschema.validate(answer.json(), _answer_schema(method, path, status))
+    recall = next(a for m, p, a in checks if p.endswith("/recall")).json()
+    assert recall["results"] and recall["children"]  # the schema was checked on a non-empty answer
