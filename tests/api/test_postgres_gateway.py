@@ -149,3 +149,13 @@ def test_state_on_postgresql_with_the_sqlite_default_is_warned_about_once(caplog
     shared = {"providers": {"shared": {"adapter": "postgres"}}, "default": {"provider": "shared"}}
     assert not warn_unshared_default(from_mapping({"state": state, **shared}))
     assert not warn_unshared_default(from_mapping({}))
+
+
+def test_a_postgres_write_settles_when_its_call_ends() -> None:
+    """Its write commits before the call returns, so a write whose outcome was unknown and is not found is
+    not written: write_settle defaults to 0, as for local, not the vendors' 30 s."""
+    from gateway.config import from_mapping
+
+    config = from_mapping({"providers": {"shared": {"adapter": "postgres"}}})
+    assert config.providers["shared"].settle_seconds() == 0.0
+    assert config.providers["local"].settle_seconds() == 0.0
