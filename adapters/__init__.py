@@ -1,10 +1,12 @@
 """The adapters memfed ships: the contract at the root, one package per vendor.
 
 The contract is `base` (values, `Capabilities`, `Provider`, `AdapterFactory`), `errors`, `records`,
-`versioning` and the optional extensions (`consolidation`, `operations`, `queries`). `REGISTRY` is the
-list of adapters a `[providers.NAME] adapter = "..."` may name: each entry is the package whose face
-offers `factory`. It is imported only when a configured provider names it, so an adapter whose optional
-dependencies are not installed costs nothing until it is used. docs/adapters.md says how to add one.
+`versioning`, `filters` (memfed's filter semantics, for adapters that judge the records a vendor read
+back), `version_format` (a record version as JSON in a vendor's metadata) and the optional extensions
+(`consolidation`, `operations`, `queries`). `REGISTRY` is the list of adapters a
+`[providers.NAME] adapter = "..."` may name: each entry is the package whose face offers `factory`. It
+is imported only when a configured provider names it, so an adapter whose optional dependencies are not
+installed costs nothing until it is used. docs/adapters.md says how to add one.
 """
 
 from __future__ import annotations

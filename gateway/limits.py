@@ -1,8 +1,8 @@
 """The bounds every request is held to before any work is done on it, in one place.
 
 - A JSON body is at most `MAX_JSON_BYTES`, counted while it streams (a chunked body has no length to trust).
-- JSON is nested at most `MAX_JSON_DEPTH` levels (an array or object is a level), checked on the raw text
-  before it is parsed, so no parser or validator ever recurses deep enough to fail.
+- JSON is nested at most `MAX_JSON_DEPTH` levels (an array or object is a level), checked as it is
+  parsed, so no validator, renderer or encoder ever recurses deep enough to fail.
 - `attributes` are nested at most `ATTRIBUTES_MAX_DEPTH` levels and at most `ATTRIBUTES_MAX_BYTES` as
   compact JSON: a record's attributes travel to every vendor and into every read tool.
 - Every string is Unicode text (no lone surrogate such as "\\ud800", which no vendor, database or encoder
@@ -18,7 +18,6 @@ import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from datetime import UTC, datetime
-from itertools import accumulate
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
@@ -31,58 +30,79 @@ ATTRIBUTES_MAX_DEPTH = 16
 ATTRIBUTES_MAX_BYTES = 64 * 1024
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
-# A JSON string (with its escapes), then the brackets outside strings: only brackets are left to count.
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-
-
 def too_deep() -> ApiError:
     return ApiError(400, "memfed_json_too_deep", f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.",
                     detail={"max_depth": MAX_JSON_DEPTH})
 
 
-def json_depth(raw: bytes) -> int:
-    """How deep the JSON text nests, without parsing it (so without recursion). Text that is not JSON
-    gives some number; the parser refuses it afterwards."""
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", raw))
-    return max(accumulate(_STEP[b] for b in brackets), default=0)
+def depth(value: Any) -> int:
+    """How deep a parsed JSON value nests (a scalar is 0, `[]` is 1), walked without recursion; only
+    containers are visited, so a wide value costs one pass of C-speed filtering per container."""
+    deepest = 0
+    stack: list[tuple[int, Any]] = [(0, value)]
+    while stack:
+        level, item = stack.pop()
+        inner = item.values() if type(item) is dict else item if type(item) is list else None
+        if inner is None:
+            continue
+        deepest = max(deepest, level + 1)
+        stack.extend([(level + 1, x) for x in inner if type(x) is dict or type(x) is list])
+    return deepest
+
+
+# Only these can hide a lone surrogate or a too-large integer in JSON text: an escape of a surrogate
+# (raw bytes that encode one are not UTF-8, and the parser refuses them) or a run of 19 or more digits.
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_MAYBE_HUGE = re.compile(rb"[0-9]{19}")
 
 
 def loads(raw: bytes | str) -> Any:
-    """JSON text -> value, refusing (ApiError 400) text nested past the limit. ValueError for non-JSON."""
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if json_depth(data) > MAX_JSON_DEPTH:
-        raise too_deep()
+    """JSON text -> value, refusing (ApiError 400) text nested past the limit. ValueError for non-JSON.
+
+    The C parser stops itself with RecursionError near the interpreter's limit, unwinding cleanly; what
+    it parses is then measured without recursion, so nothing after it (validation, rendering, a vendor's
+    encoder) ever meets more than MAX_JSON_DEPTH levels."""
     try:
-        return json.loads(data)
-    except RecursionError:  # the count above makes this unreachable; kept so it can never be a 500
+        value = json.loads(raw)
+    except RecursionError:
         raise too_deep() from None
+    text = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if (text.count(b"[") + text.count(b"{") > MAX_JSON_DEPTH) and depth(value) > MAX_JSON_DEPTH:
+        raise too_deep()
+    return value
 
 
-def plain_problem(value: Any) -> tuple[str, str] | None:
+def plain_problem(value: Any, raw: bytes | None = None) -> tuple[str, str] | None:
     """(where, what is wrong) for the first string that is not Unicode text or integer past 64 bits in a
-    parsed JSON value, or None. Iterative: the value is bounded by depth already, but walks stay flat."""
-    stack: list[tuple[str, Any]] = [("", value)]
+    parsed JSON value, or None. Given the text it came from, a text that cannot hold either is not walked."""
+    if raw is not None and not _MAYBE_SURROGATE.search(raw) and not _MAYBE_HUGE.search(raw):
+        return None
+    stack: list[tuple[Any, Any]] = [(None, value)]  # (path as nested (parent, key) pairs, value)
     while stack:
-        where, item = stack.pop()
-        if isinstance(item, str):
-            if _has_surrogate(item):
-                return where, "is not valid Unicode text (a lone surrogate)"
-        elif isinstance(item, bool) or item is None or isinstance(item, float):
-            continue
-        elif isinstance(item, int):
+        path, item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _has_surrogate(item):
+                return _where(path), "is not valid Unicode text (a lone surrogate)"
+        elif kind is int:
             if not INT_MIN <= item <= INT_MAX:
-                return where, "is an integer outside the signed 64-bit range"
-        elif isinstance(item, dict):
+                return _where(path), "is an integer outside the signed 64-bit range"
+        elif kind is dict:
             for key, inner in item.items():
-                path = f"{where}.{key}" if where else str(key)
-                if _has_surrogate(key):
-                    return where, "has a key that is not valid Unicode text (a lone surrogate)"
-                stack.append((path, inner))
-        elif isinstance(item, list):
-            stack.extend((f"{where}.{n}" if where else str(n), inner) for n, inner in enumerate(item))
+                if not key.isascii() and _has_surrogate(key):
+                    return _where(path), "has a key that is not valid Unicode text (a lone surrogate)"
+                stack.append(((path, key), inner))
+        elif kind is list:
+            stack.extend(((path, n), inner) for n, inner in enumerate(item))
     return None
+
+
+def _where(path: Any) -> str:
+    keys: list[str] = []
+    while path is not None:
+        path, key = path
+        keys.append(str(key))
+    return ".".join(reversed(keys))
 
 
 def _has_surrogate(text: str) -> bool:
@@ -117,8 +137,7 @@ def declared_length(headers: Any) -> int | None:
 
 
 def _attributes(value: dict[str, Any]) -> dict[str, Any]:
-    depth = json_depth(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    if depth > ATTRIBUTES_MAX_DEPTH:
+    if depth(value) > ATTRIBUTES_MAX_DEPTH:
         raise ValueError(f"attributes are nested at most {ATTRIBUTES_MAX_DEPTH} levels deep")
     if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")) \
             > ATTRIBUTES_MAX_BYTES:

@@ -3,7 +3,7 @@
 
 Separate from adapters/mem0/provider.py, which holds who a memory and a record are at mem0 and how they are
 written, so that each module holds one concept. Every read here goes through that identity (`_entity`,
-`_stored`, `_fetch`) and then judges what mem0 answered with `_mem0_select`: mem0 orders no listing and
+`_stored`, `_fetch`) and then judges what mem0 answered with `adapters.filters`: mem0 orders no listing and
 cannot filter on memfed's fields. Recall, which fuses mem0's search with those judgements, is
 `_mem0_recall`, inherited through this class.
 """
@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from adapters import filters as select
 from adapters.base import (
     Capabilities,
     Include,
@@ -26,7 +27,6 @@ from adapters.base import (
     Unsupported,
 )
 from adapters.mem0 import _records as records
-from adapters.mem0 import _select as select
 from adapters.mem0._recall import PLATFORM_OR_CHUNK, Mem0Recall, bounded
 from adapters.mem0.wire import OSS_LIST_CAP, PLATFORM_MAX_PAGES, ListTooLong, Wire
 

@@ -8,7 +8,7 @@ A record that matches the filters but not the question is therefore returned (af
 both); one that matches the question but not the filters too.
 
 mem0 ranks by meaning only, so here the `query` list is mem0's search and the `filters` list is read from
-the memory's listing and judged by `_mem0_select`. The search is asked for more than `limit` (forgotten
+the memory's listing and judged by `adapters.filters`. The search is asked for more than `limit` (forgotten
 records and other types are dropped after it ranks) and asked again with a larger pool while it may hold
 more: on the OSS server a short answer proves nothing, because the server cuts its candidate pool across
 every entity before it keeps the asked one. When the largest pool (`SEARCH_CAP`) still may not hold every
@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from adapters import degraded as entries
+from adapters import filters as select
 from adapters.base import (
     Capabilities,
     Hit,
@@ -34,7 +35,6 @@ from adapters.base import (
     Signal,
 )
 from adapters.mem0 import _records as records
-from adapters.mem0 import _select as select
 from adapters.mem0._sizes import EntitySizes
 from adapters.mem0.wire import SEARCH_CAP, Wire
 

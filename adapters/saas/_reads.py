@@ -9,7 +9,8 @@ Recall keeps memfed's one meaning of a recall (README, "Recall"): each signal as
 lists are fused by reciprocal rank fusion, `why` naming the signals that found a record.
 - `query` is the vendor's recall (its own fusion of lexical and vector lists, weighted by importance and
   recency); when the vendor says the vector list did not take part (`embedding: false`) although the
-  configuration says it is on, the answer says `query:emulated`.
+  configuration says it is on, the capability document declares `query` emulated from then on (until the
+  vendor embeds again), so the gateway says `provider:NAME:query:emulated` like any emulated signal.
 - `text` is the lexical half of the same recall: only what the lexical list found, in its order.
 - `filters` narrow by kind, tier and category at the vendor (its filter-only recall, ordered by tier,
   importance, recency); a condition on any other field, or a vendor listing full of what memfed drops,
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from adapters import filters as select  # memfed's filter semantics, the same on every provider
 from adapters.base import (
     Capabilities,
     Condition,
@@ -41,7 +43,6 @@ from adapters.base import (
     Signal,
     Unsupported,
 )
-from adapters.mem0 import _select as select  # memfed's filter semantics, the same on every provider
 from adapters.saas import _records as records
 from adapters.saas import wire as w
 
@@ -60,6 +61,7 @@ class SaasReads:
     _ours: Callable[[Mapping[str, Any], str], bool]
     _chain: Callable[[str, str], Awaitable[Chain]]
     _versions: Callable[[Sequence[Mapping[str, Any]], str], builtins.list[Record]]
+    _embedding_seen: Callable[[bool], None]
 
     # ------------------------------------------------------------------ records
 
@@ -133,8 +135,7 @@ class SaasReads:
         if query.query:
             ranked, embedded, cut = await self._vendor_recall(memory_id, query.query, query, depth, lexical=False)
             lists["query"] = ranked
-            if not embedded and "query" not in self._capabilities.emulated_signals:
-                notes.append("query:emulated")
+            self._embedding_seen(embedded)
             notes.extend(cut)
         if query.text:
             ranked, _, cut = await self._vendor_recall(memory_id, query.text, query, depth, lexical=True)

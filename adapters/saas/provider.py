@@ -54,6 +54,7 @@ log = logging.getLogger("memfed.adapters.saas")
 
 # Scope and app ids travel in bodies and query strings and are compared exactly: a plain alphabet.
 _SCOPE_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,200}")
+PROBE_SCOPE = "_probe"  # no memory id starts with "_", so no memory's scope is ever this one
 _RACES = 8  # supersedes of one record that may lose a race to another before the revise gives up
 _OPTIONS = {"base_url", "timeout", "app_id", "scope_prefix", "vector_search", "derivation", "ingest_poll",
             "ingest_polls"}
@@ -100,6 +101,8 @@ class SaasProvider(SaasReads, SaasIngest):
         self._app = app_id
         self._prefix = scope_prefix
         self._wire = w.Wire(client, base_url=base_url, key=w.Secret(api_key), timeout=timeout)
+        self._vector_search = vector_search
+        self._derivation = derivation
         self._capabilities = _capabilities(vector_search=vector_search, derivation=derivation)
         self._smart = derivation == "agent"
         self._poll_every = ingest_poll
@@ -139,11 +142,23 @@ class SaasProvider(SaasReads, SaasIngest):
         return f"SaasProvider(app_id={self._app!r}, wire={self._wire!r})"
 
     def capabilities(self) -> Capabilities:
+        """What the configuration allows, narrowed by what the vendor last said: `query` is declared
+        emulated while the vendor answers recalls without its vector list, whatever the operator set."""
         return self._capabilities
 
+    def _embedding_seen(self, embedded: bool) -> None:
+        """The vendor said whether its vector list took part (the probe's recall or any other)."""
+        self._capabilities = _capabilities(vector_search=self._vector_search and embedded,
+                                           derivation=self._derivation)
+
     async def probe(self) -> None:
-        """Whether the vendor answers and takes memfed's key (asked once at start)."""
+        """Whether the vendor answers and takes memfed's key, and whether it embeds (asked at start): one
+        recall of a scope no memory has, whose answer carries only the `embedding` flag."""
         await self._wire.send(w.stats())
+        if self._vector_search:
+            scope = {w.F_ACTOR: self._prefix + PROBE_SCOPE, w.F_APP: self._app, w.F_SCOPE: self._prefix + PROBE_SCOPE}
+            _, embedded = w.recalled(await self._wire.send(w.recall(scope, query="memfed probe", limit=1)))
+            self._embedding_seen(embedded)
 
     # ------------------------------------------------------------------ identity
 

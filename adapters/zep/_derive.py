@@ -1,8 +1,9 @@
 """What Zep does in the background, and its own graph, as the gateway asks for them.
 
-- `derivation_pending` (adapters/deriving.py): an episode is processed when its v4 ingestion task ends,
-  or when Zep says `processed: true` on it; until then the facts it will yield are not there, and an
-  observe job is not `completed`.
+- `derivation_pending` (adapters/deriving.py): an episode is processed when its v4 ingestion task ends
+  (the task is kept in the data dir, `_ingests`, so a restart or another process polls it too), or, where
+  no task is known (v3, a record dropped from that bounded file), when Zep says `processed: true` on it;
+  until then the facts it will yield are not there, and an observe job is not `completed`.
 - `neighbourhood` (adapters/graph.py): the records around one record in Zep's graph, from Zep's own
   subgraph (`POST graphs/{g}/subgraph` in v4, `graph/subgraph` in v3) seeded with the record's nodes (an
   entity's node, a fact's two ends), `hops` deep.
@@ -17,6 +18,7 @@ from typing import Any
 
 from adapters.base import ProviderUnavailable, Record
 from adapters.zep import _records as records
+from adapters.zep._ingests import Ingests
 from adapters.zep._reads import ZepReads
 from adapters.zep._shapes import Written
 from adapters.zep._tasks import DONE
@@ -25,20 +27,24 @@ log = logging.getLogger("memfed.adapters.zep")
 
 
 class ZepDerivation(ZepReads):
-    _ingesting: dict[str, str]  # record id -> the v4 ingestion task of its episode, while it may run
+    _ingesting: Ingests  # record id -> the v4 ingestion task of its episode and how it ended
 
     async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
         raise NotImplementedError
 
     async def derivation_pending(self, memory_id: str, record_ids: Sequence[str]) -> bool:
-        """v4 answers an episode's add with its ingestion task: while this process knows it, one poll of
-        `GET tasks/{uuid}` says whether Zep is still at it. Otherwise (another process wrote it, v3) the
-        episode's own `processed` flag, from a listing of the graph."""
+        """v4 answers an episode's add with its ingestion task: while it may run, one poll of
+        `GET tasks/{uuid}` says whether Zep is still at it; once it ended, nothing is asked. Where no task
+        is known (v3, or dropped from the bounded file), the episode's own `processed` flag, from a
+        listing of the graph."""
         unknown = []
         for record_id in record_ids:
-            task_uuid = self._ingesting.get(record_id)
-            if task_uuid is None:
+            known = self._ingesting.get(record_id)
+            if known is None:
                 unknown.append(record_id)
+                continue
+            task_uuid, ended = known
+            if ended is not None:
                 continue
             try:
                 task = self._dialect.task_from(await self._send(self._dialect.task(task_uuid)))
@@ -48,7 +54,7 @@ class ZepDerivation(ZepReads):
                 return True
             if task.status != "succeeded":
                 log.warning("zep ingestion task %s ended %s: %s", task.uuid, task.status, task.error)
-            self._ingesting.pop(record_id, None)
+            self._ingesting.ended(record_id, task_uuid, task.status)
         if not unknown:
             return False
         loaded = await self._load(memory_id)
@@ -60,9 +66,7 @@ class ZepDerivation(ZepReads):
 
     def _ingestion_started(self, record_id: str, written: Written) -> None:
         if written.task is not None and written.item.get("processed") is False:
-            if len(self._ingesting) >= 100_000:
-                self._ingesting.clear()  # a bound: what is forgotten is read from `processed` instead
-            self._ingesting[record_id] = written.task.uuid
+            self._ingesting.started(record_id, written.task.uuid)
 
     async def neighbourhood(self, memory_id: str, record_id: str, hops: int) -> Sequence[Record] | None:
         graph = await self._graph(memory_id)

@@ -16,12 +16,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from adapters import filters as select
 from adapters.base import Include, Page, ProviderUnavailable, Record, RecordNotFound, RecordStatus, utc
-from adapters.mem0 import _select as select
-from adapters.mem0._records import BadMetadata
+from adapters.version_format import BadMetadata
 from adapters.zep import _records as records
 from adapters.zep._http import Http, NotFound
-from adapters.zep._shapes import KINDS, Graph, Kind
+from adapters.zep._shapes import KINDS, Graph, Kind, ListFilters
 
 MAX_PAGES = 1000  # a guard against a cursor that never ends
 
@@ -37,11 +37,12 @@ class ZepReads:
     async def _vanished(self, memory_id: str, graph: Graph) -> bool:
         raise NotImplementedError
 
-    async def _objects(self, graph: Graph, kind: Kind) -> builtins.list[dict[str, Any]]:
+    async def _objects(self, graph: Graph, kind: Kind, filters: ListFilters = ListFilters()
+                       ) -> builtins.list[dict[str, Any]]:
         found: builtins.list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            answer = await self._http.exchange(self._dialect.list_page(graph, kind, cursor))
+            answer = await self._http.exchange(self._dialect.list_page(graph, kind, cursor, filters))
             try:
                 items, cursor = self._dialect.page_from(answer.body, answer.headers, kind)
             except ValueError as exc:
@@ -57,18 +58,21 @@ class ZepReads:
         except BadMetadata:
             return None  # memfed's keys edited at Zep: read as Zep's own below
 
-    async def _load(self, memory_id: str) -> dict[str, builtins.list[records.Version]]:
-        """Every record of the memory, by id, versions oldest first (empty when it has no graph yet)."""
+    async def _load(self, memory_id: str, kinds: Sequence[Kind] = KINDS, filters: ListFilters = ListFilters()
+                    ) -> dict[str, builtins.list[records.Version]]:
+        """Every record of the memory, by id, versions oldest first (empty when it has no graph yet).
+        Narrowed to some `kinds` (with what Zep can judge of them) only where no record of another kind
+        is wanted: a derived edge or node references objects of every kind."""
         graph = await self._graph(memory_id)
         if graph is None:
             return {}
         try:
-            listed = await asyncio.gather(*(self._objects(graph, kind) for kind in KINDS))
+            listed = await asyncio.gather(*(self._objects(graph, kind, filters) for kind in kinds))
         except NotFound:
             if await self._vanished(memory_id, graph):
                 return {}
             raise
-        return self._chains(memory_id, dict(zip(KINDS, listed, strict=True)))
+        return self._chains(memory_id, dict(zip(kinds, listed, strict=True)))
 
     def _chains(self, memory_id: str, listed: Mapping[Kind, Sequence[Mapping[str, Any]]]
                 ) -> dict[str, builtins.list[records.Version]]:

@@ -20,12 +20,12 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.base import Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
-from adapters.mem0 import _select as select
+from adapters import filters as select
+from adapters.base import Condition, Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
 from adapters.zep import _records as records
 from adapters.zep._http import NotFound
 from adapters.zep._reads import ZepReads, at_instant
-from adapters.zep._shapes import KINDS, DateCondition, Graph, Kind, SearchFilters
+from adapters.zep._shapes import KINDS, DateCondition, Graph, Kind, ListFilters, SearchFilters
 
 RRF_K = 60
 _BY_TYPE: dict[str, Kind] = {"fact": "edge", "entity": "node"}
@@ -43,9 +43,46 @@ def filters_for(query: RecallQuery, kind: Kind) -> SearchFilters:
         dates = (DateCondition("invalid_at", "is_null"), DateCondition("expired_at", "is_null"))
     meta: tuple[tuple[str, Any], ...] = ()
     episode_types = [t for t in query.types if _BY_TYPE.get(t, "episode") == "episode"]
-    if kind == "episode" and len(episode_types) == 1:
+    # Zep's own episodes (another client's) read as type `episode` and carry no `memfed_type`.
+    if kind == "episode" and len(episode_types) == 1 and episode_types[0] != "episode":
         meta = (("memfed_type", episode_types[0]),)
     return SearchFilters(date_all_of=dates, metadata_eq=meta)
+
+
+def _admitted(conditions: Sequence[Condition]) -> set[str] | None:
+    """The record types every `type` condition admits (None: any type), from eq and in conditions; a
+    condition of another op admits any type (it is judged by memfed)."""
+    admitted: set[str] | None = None
+    for cond in conditions:
+        if cond.field != "type" or cond.op not in ("eq", "in"):
+            continue
+        values = {cond.value} if cond.op == "eq" else set(cond.value)
+        types = {v for v in values if isinstance(v, str)}
+        admitted = types if admitted is None else admitted & types
+    return admitted
+
+
+def listing_for(query: RecallQuery) -> tuple[tuple[Kind, ...], ListFilters]:
+    """What a recall lists of a graph: episodes alone when every list can hold only episode types (the
+    `filters` list: its `type` conditions and `types`; a searched list, whose hits are read through the
+    listing: `types`), asking v4 for those types unless Zep's own `episode` type is among them (its
+    episodes carry no `memfed_type`); otherwise all three kinds."""
+    by_filters: set[str] | None = set()  # None: any type
+    if query.filters:
+        by_filters = _admitted(query.filters)
+        if query.types:
+            by_filters = set(query.types) if by_filters is None else by_filters & set(query.types)
+    by_search: set[str] | None = set()
+    if query.query or query.text:
+        by_search = set(query.types) if query.types else None
+    if by_filters is None or by_search is None:
+        return KINDS, ListFilters()
+    wanted = by_filters | by_search
+    if any(_BY_TYPE.get(t, "episode") != "episode" for t in wanted):
+        return KINDS, ListFilters()
+    if not wanted or "episode" in wanted:
+        return ("episode",), ListFilters()
+    return ("episode",), ListFilters(episode_types=tuple(sorted(wanted)))
 
 
 class ZepRecall(ZepReads):
@@ -79,7 +116,7 @@ class ZepRecall(ZepReads):
         loaded: dict[str, builtins.list[records.Version]] | None = None
         if query.filters or query.include == "all" or query.as_of is not None or (
                 self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
-            loaded = await self._load(memory_id)
+            loaded = await self._load(memory_id, *listing_for(query))
         out: list[tuple[Signal, list[Record]]] = []
         for (signal, kind, _), items in zip(searches, found, strict=True):
             ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from adapters.base import Part, Record, RecordStatus, RecordTime, Reference, Writer
-from adapters.mem0._records import BadMetadata, version_json, version_record
+from adapters.version_format import BadMetadata, version_json, version_record
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, METADATA_KEYS, Carrier, Kind
 
 RECORD_PREFIX = "hrec_"

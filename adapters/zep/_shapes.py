@@ -67,6 +67,14 @@ class SearchFilters:
 
 
 @dataclass(frozen=True)
+class ListFilters:
+    """The part of a `filters` recall Zep can judge on a listing: the record types an episode listing may
+    hold (`memfed_type`, v4 `metadata_filters`; v3 lists episodes unfiltered). Empty: no filter."""
+
+    episode_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class NewEdge:
     fact: str
     name: str

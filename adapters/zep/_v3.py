@@ -15,6 +15,7 @@ from adapters.zep._shapes import (
     Carrier,
     Graph,
     Kind,
+    ListFilters,
     NewEdge,
     SearchFilters,
     Task,
@@ -136,7 +137,8 @@ class V3:
     def get_episode(self, graph: Graph, uuid: str) -> Call:
         return Call("GET", f"/graph/episodes/{uuid}")
 
-    def list_page(self, graph: Graph, kind: Kind, cursor: str | None) -> Call:
+    def list_page(self, graph: Graph, kind: Kind, cursor: str | None, filters: ListFilters = ListFilters()) -> Call:
+        """v3's listings take no metadata filter: `filters` is judged by memfed on what comes back."""
         if kind == "episode":
             return Call("GET", f"/graph/episodes/graph/{graph.ref}", params={"lastn": EPISODES_LASTN})
         body: dict[str, Any] = {"limit": PAGE}

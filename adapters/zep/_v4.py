@@ -14,6 +14,7 @@ from adapters.zep._shapes import (
     Carrier,
     Graph,
     Kind,
+    ListFilters,
     NewEdge,
     SearchFilters,
     Task,
@@ -144,11 +145,15 @@ class V4:
     def get_episode(self, graph: Graph, uuid: str) -> Call:
         return Call("GET", f"/graphs/{graph.ref}/episodes/{uuid}")
 
-    def list_page(self, graph: Graph, kind: Kind, cursor: str | None) -> Call:
+    def list_page(self, graph: Graph, kind: Kind, cursor: str | None, filters: ListFilters = ListFilters()) -> Call:
         params: dict[str, Any] = {"page_size": PAGE}
         if cursor:
             params["cursor"] = cursor
-        return Call("POST", f"/graphs/{graph.ref}/{_PATH[kind]}/list", params=params, json={})
+        body: dict[str, Any] = {}
+        if kind == "episode" and filters.episode_types:
+            body["filters"] = {"metadata_filters": {"type": "and", "filters": [
+                {"property_name": "memfed_type", "operator": "in", "value": list(filters.episode_types)}]}}
+        return Call("POST", f"/graphs/{graph.ref}/{_PATH[kind]}/list", params=params, json=body)
 
     def page_from(self, body: Any, headers: Mapping[str, str], kind: Kind) -> tuple[list[dict[str, Any]], str | None]:
         nxt = body.get("next_cursor") if isinstance(body, Mapping) else None

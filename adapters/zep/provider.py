@@ -47,6 +47,7 @@ from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
 from adapters.zep._graphs import Graphs
 from adapters.zep._http import Http, NotFound, Secret
+from adapters.zep._ingests import Ingests
 from adapters.zep._recall import ZepRecall
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, KINDS, Graph, Kind, NewEdge, Written, iso
 from adapters.zep._tasks import settle
@@ -100,7 +101,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
                           timeout=timeout, idempotency_keys=dialect.idempotency_keys, at_once=calls_at_once)
         self._graphs = Graphs(self._http, dialect, data_dir)
         self._carriers = {kind: dialect.carrier(kind) for kind in KINDS}
-        self._ingesting: dict[str, str] = {}
+        self._ingesting = Ingests(data_dir)
         self._task_wait = task_wait
         self._task_poll = task_poll
         self._capabilities = _capabilities()

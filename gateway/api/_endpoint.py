@@ -230,7 +230,7 @@ async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
             data = limits.loads(bytes(raw))
         except (ValueError, UnicodeDecodeError):
             raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
-    if (problem := limits.plain_problem(data)) is not None:
+    if (problem := limits.plain_problem(data, bytes(raw))) is not None:
         where, what = problem
         raise ApiError(422, endpoint.invalid_code, f"{where or 'The body'} {what}.", param=where or None)
     try:

@@ -24,6 +24,7 @@ from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery,
 from gateway.api.guard import require_admin
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import page_json
+from gateway.api.responses import HarnessList, HarnessOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid
 from gateway.ids import new_id
@@ -229,12 +230,13 @@ async def record_turn(call: Call) -> Any:
 H = "/v1/harnesses"
 ENDPOINTS = [
     Endpoint("POST", H, create_harness, "Create a harness bound to a member (its agent).", "harnesses.create",
-             body=CreateHarness, status=201, write=True, tags=("harnesses",)),
+             body=CreateHarness, response=HarnessOut, status=201, write=True, tags=("harnesses",)),
     Endpoint("GET", H, list_harnesses, "Harnesses: all for an administrator, one's own for an agent.",
-             "harnesses.list", tags=("harnesses",)),
-    Endpoint("GET", H + "/{harness_id}", get_harness, "One harness.", "harnesses.get", tags=("harnesses",)),
+             "harnesses.list", response=HarnessList, tags=("harnesses",)),
+    Endpoint("GET", H + "/{harness_id}", get_harness, "One harness.", "harnesses.get", response=HarnessOut,
+             tags=("harnesses",)),
     Endpoint("DELETE", H + "/{harness_id}", delete_harness, "Delete a harness (its memories stay).",
-             "harnesses.delete", write=True, tags=("harnesses",)),
+             "harnesses.delete", response=HarnessOut, write=True, tags=("harnesses",)),
     Endpoint("GET", H + "/{harness_id}/memories", get_memories, "The agent's principal, the memories it was "
              "granted with its privileges on each, and the two settings.", "harnesses.memories.get",
              tags=("harnesses",)),

@@ -204,3 +204,37 @@ class StoredFileOut(Open):
     media_type: str
     purpose: str
     created_at: int
+
+
+class SnapshotOut(Open):
+    id: str
+    object: Literal["memory.snapshot"]
+    memory_id: str
+    name: str
+    message: str
+    at: str | None
+
+
+class SnapshotList(Open):
+    object: Literal["list"]
+    data: list[SnapshotOut]
+    next: str | None
+
+
+class HarnessOut(Open):
+    id: str
+    object: Literal["harness"]
+    name: str
+    agent_member_id: str
+    principal: str
+    default_memory_id: str | None
+    observe: bool
+    created_at: int
+    updated_at: int
+    deleted: bool | None = None
+
+
+class HarnessList(Open):
+    object: Literal["list"]
+    data: list[HarnessOut]
+    next: str | None

@@ -14,6 +14,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Snapshot
 from gateway.api.render import iso, page_json
+from gateway.api.responses import SnapshotList, SnapshotOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.ids import new_id
@@ -50,7 +51,7 @@ async def list_snapshots(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/snapshots", create_snapshot, "Name this instant.",
-             "snapshots.create", body=Snapshot, status=201, write=True, tags=("records",)),
+             "snapshots.create", body=Snapshot, response=SnapshotOut, status=201, write=True, tags=("records",)),
     Endpoint("GET", "/v1/memories/{memory_id}/snapshots", list_snapshots, "The memory's snapshots, oldest first.",
-             "snapshots.list", tags=("records",)),
+             "snapshots.list", response=SnapshotList, tags=("records",)),
 ]

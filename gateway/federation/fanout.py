@@ -66,7 +66,7 @@ async def recall(
         tasks[name].add_done_callback(_stopwatch(timings, name))
     metrics.recall_fanout(sum(len(ids) for ids in memories_by_provider.values()), len(tasks))
     degraded.extend(signal_degradations(splits))
-    degraded.extend(emulation_notes(query, {n: providers[n].capabilities() for n in tasks}))
+    emulations_at = len(degraded)  # filled in once the answers are in: an answer may change what is emulated
     rankings: list[list[tuple[str, str]]] = []
     by_key: dict[tuple[str, str], FederatedHit] = {}
     abstentions: list[bool] = []
@@ -103,6 +103,7 @@ async def recall(
         rankings.append(ranking)
         abstentions.append(answer.abstain)
         degraded.extend(entries.provider_entry(name, d) for d in answer.degraded)
+    degraded[emulations_at:emulations_at] = emulation_notes(query, {n: providers[n].capabilities() for n in tasks})
     fused = fuse(rankings)
     hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
                  for key, score in fused[: query.limit])

@@ -66,12 +66,14 @@ class ProviderHandle:
         self.breaker = Breaker(config.failure_threshold, config.reset_after)
         self.gate = Gate(config.name, self.breaker, config.concurrency)
         self.queue_seconds = queue_seconds
-        self._capabilities = provider.capabilities()
         self._credential_refused = False  # said once in the log until a call succeeds again
         self.recent = CallStats()
 
     def capabilities(self) -> Capabilities:
-        return self._capabilities
+        """Asked of the adapter each time, not kept from the start: a vendor may report at run time that it
+        answers a signal by emulation (the SaaS API with its vector search off), and the capability
+        document and the recall's `degraded` follow it."""
+        return self.provider.capabilities()
 
     async def call(
         self, fn: Callable[[Provider], Awaitable[T]], *, read: bool, seconds: float | None = None,
@@ -189,7 +191,7 @@ class ProviderHandle:
             self.gate.leave()
 
     def document(self) -> dict[str, Any]:
-        doc = self._capabilities.document(self.name)
+        doc = self.capabilities().document(self.name)
         doc["x.memfed"].update({
             "adapter": self.config.adapter,
             "breaker": self.breaker.document(),

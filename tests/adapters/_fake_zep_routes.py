@@ -88,7 +88,7 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         if task is None:
             raise Refusal(404, "not_found", "task not found")
         task["polls"] += 1
-        if task["type"] == "ingest":  # ends when the episode has been processed
+        if task["type"] == "ingest" and task["status"] not in ("failed", "partial"):  # ends when processed
             done = fake.episodes.get(task["episode"], {}).get("processed", True)
             task["status"] = "succeeded" if done else "processing"
         elif task["status"] == "pending" and task["polls"] >= fake.task_polls:
@@ -136,7 +136,8 @@ def _v4(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
     if store is None:
         raise Refusal(404, "not_found", "no such route")
     if rest[1:] == ["list"] and method == "POST":
-        return 200, _page([_v4_shape(o) for o in store.values() if o["graph_uuid"] == g], params), {}
+        wanted = _list_filters(kind, (body or {}).get("filters"))
+        return 200, _page([_v4_shape(o) for o in store.values() if o["graph_uuid"] == g and wanted(o)], params), {}
     if len(rest) == 2:
         item = store.get(rest[1])
         if item is None or item["graph_uuid"] != g:
@@ -186,6 +187,62 @@ def _add_edge(fake: Any, g: str, e: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- search and subgraph
 
 
+# What each v4 listing accepts under `filters` (the SDK's EdgeListFilters, NodeListFilters and
+# EpisodeListFilters); an unknown field is 400 unsupported_filter. Of these the fake judges
+# `metadata_filters` (the only one memfed sends to a listing); any other is refused as unsupported here
+# rather than silently ignored.
+_LIST_FILTERS = {"episodes": {"metadata_filters", "mentioned_node_uuids", "content_policy_violated"},
+                 "edges": {"metadata_filters", "date_filters", "edge_types", "property_filters", "node_labels"},
+                 "nodes": {"metadata_filters", "date_filters", "property_filters", "node_labels"}}
+
+
+def _list_filters(kind: str, filters: Any) -> Any:
+    if not filters:
+        return lambda _: True
+    if not isinstance(filters, dict):
+        raise Refusal(400, "invalid_request", "filters must be an object")
+    unknown = set(filters) - _LIST_FILTERS[kind]
+    if unknown or set(filters) - {"metadata_filters"}:
+        raise Refusal(400, "unsupported_filter", f"unsupported filter: {', '.join(sorted(set(filters)))}")
+    group = filters["metadata_filters"]
+    return lambda item: _metadata_ok(item.get("metadata") or {}, group)
+
+
+def _metadata_ok(meta: dict[str, Any], group: dict[str, Any]) -> bool:
+    """Zep's metadata filter group: `type` and|or over its `filters` and nested `groups`; a filter is
+    {property_name, operator, value} (eq ne gt lt gte lte in contains is_null is_not_null); a missing key
+    matches only is_null."""
+    if group.get("type", "and") not in ("and", "or"):
+        raise Refusal(400, "invalid_request", "metadata filter group type must be and or or")
+    results = [_meta_one(meta, f) for f in group.get("filters") or []]
+    results += [_metadata_ok(meta, g) for g in group.get("groups") or []]
+    return any(results) if group.get("type") == "or" else all(results)
+
+
+def _meta_one(meta: dict[str, Any], f: dict[str, Any]) -> bool:
+    op, value = f.get("operator"), f.get("value")
+    have = meta.get(f.get("property_name"))
+    if op == "is_null":
+        return have is None
+    if op == "is_not_null":
+        return have is not None
+    if op == "in":
+        if not isinstance(value, list):
+            raise Refusal(400, "invalid_request", "in takes an array")
+        return have is not None and have in value
+    if op == "contains":
+        return isinstance(have, str) and isinstance(value, str) and value in have
+    if op not in ("eq", "ne", "gt", "lt", "gte", "lte"):
+        raise Refusal(400, "invalid_request", f"unknown metadata operator {op!r}")
+    if have is None:
+        return op == "ne"
+    try:
+        return bool({"eq": lambda: have == value, "ne": lambda: have != value, "gt": lambda: have > value,
+                     "lt": lambda: have < value, "gte": lambda: have >= value, "lte": lambda: have <= value}[op]())
+    except TypeError:
+        return False
+
+
 def _date_ok(item: dict[str, Any], field: str, op: str, value: Any) -> bool:
     have = item.get(field)
     if op in ("is_null", "IS NULL"):
@@ -217,10 +274,11 @@ def _search(fake: Any, g: str, scope: str, body: dict[str, Any], limit: int) -> 
                                               for c in ands) for ands in v3[f])
                    for f in ("invalid_at", "expired_at")):
                 continue
-        meta = filters.get("metadata_filters") or v3.get("episode_metadata_filters")
-        if meta and not all(item.get("metadata", {}).get(f["property_name"]) == f.get("value", f.get("property_value"))
-                            and f.get("operator", f.get("comparison_operator")) in ("eq", "=")
-                            for f in meta["filters"]):
+        if (meta := filters.get("metadata_filters")) and not _metadata_ok(item.get("metadata") or {}, meta):
+            continue
+        meta3 = v3.get("episode_metadata_filters")
+        if meta3 and not all(item.get("metadata", {}).get(f["property_name"]) == f.get("property_value")
+                             and f.get("comparison_operator") == "=" for f in meta3["filters"]):
             continue
         labels = filters.get("node_labels") or v3.get("node_labels")
         if scope == "nodes" and labels and not set(labels) & set(item["labels"]):

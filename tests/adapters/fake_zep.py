@@ -10,12 +10,16 @@ What the vendor does, the fake does:
 - an episode is stored `processed: false` and processed in the background after `process_after` seconds
   (None: only when the test calls `process()`): a text episode yields a derived node and a derived edge
   naming it in `episode_uuids`. A fact added directly gets the `fact_triple` episode Zep keeps for it.
+  Its ingestion task (`GET tasks/{uuid}`) is `processing` until then, `succeeded` after; with
+  `ingest_outcome = "failed"` processing ends the task failed and the episode stays `processed: false`.
 - v4 deletes answer a task that ends (`succeeded`, or what `task_outcome` says) after `task_polls` polls
   of `GET tasks/{uuid}`; the delete is applied when it succeeds. v3 deletes are immediate. Deleting an
   episode leaves the edges derived from it.
 - lists page with `next_cursor` (v4) or the `Zep-Next-Cursor` header (v3); v3 episodes come `lastn`.
 - search ranks by word overlap (a share of the question's words), drops what shares none, and applies
-  `date_filters`, `metadata_filters`, `node_labels` (v4) and `search_filters` (v3) as documented.
+  `date_filters`, `metadata_filters` (and/or groups, every operator), `node_labels` (v4) and
+  `search_filters` (v3) as documented; a v4 listing applies `filters.metadata_filters` and answers another
+  filter field with 400 `unsupported_filter` (the fake judges no other on a listing).
 - `fail(mode, times, when)` makes calls fail: 500, a timeout, a refused connection, or 429 with
   `retry-after: 60` as the free plans answer; `latency` delays every answer.
 """
@@ -68,6 +72,7 @@ class FakeZep:
     process_after: float | None = None
     task_polls: int = 1
     task_outcome: str = "succeeded"
+    ingest_outcome: str = "succeeded"  # "failed": Zep's worker gives up; the episode stays processed: false
     latency: float = 0.0
     graphs: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref -> graph
     edges: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -111,6 +116,12 @@ class FakeZep:
                 self._derive(episode)
 
     def _derive(self, episode: dict[str, Any]) -> None:
+        if self.ingest_outcome != "succeeded":  # the ingestion task ends so; nothing is derived
+            for task in self.tasks.values():
+                if task["type"] == "ingest" and task["episode"] == episode["uuid"]:
+                    task["status"] = self.ingest_outcome
+            self._born.pop(episode["uuid"], None)
+            return
         episode["processed"] = True
         if episode["source"] != "text":
             return

@@ -357,7 +357,8 @@ async def test_a_recall_over_two_memories_answers_from_both_and_no_third(saas: S
 
 
 async def test_the_start_up_probe_asks_the_vendor_with_memfeds_key(fake: FakeSaas) -> None:
-    """probe is one GET /stats: it passes with the right key and is ProviderUnauthorized with a wrong one."""
+    """probe is GET /stats (then one recall to learn whether the vendor embeds): it passes with the right key
+    and is ProviderUnauthorized with a wrong one, which is refused at the first call."""
     from adapters.base import ProviderUnauthorized
 
     async with saas_provider(fake) as saas:
@@ -365,4 +366,4 @@ async def test_the_start_up_probe_asks_the_vendor_with_memfeds_key(fake: FakeSaa
     async with fake.client() as client:
         with pytest.raises(ProviderUnauthorized):
             await SaasProvider(client, base_url=BASE_URL, api_key="sk-wrong").probe()
-    assert [(m, p) for m, p, _, _ in fake.requests] == [("GET", "/stats"), ("GET", "/stats")]
+    assert [(m, p) for m, p, _, _ in fake.requests] == [("GET", "/stats"), ("POST", "/recall"), ("GET", "/stats")]

@@ -148,16 +148,35 @@ async def test_text_keeps_only_what_the_lexical_list_found(saas: SaasProvider) -
     assert [h.record.id for h in (await saas.recall([MEM], RecallQuery(text="renewal"))).hits] == [worded.id]
 
 
-async def test_with_vectors_off_at_the_vendor_query_says_it_was_words(fake: FakeSaas) -> None:
-    """Configured with vector search on, a vendor answering `embedding: false` makes the answer say
-    `query:emulated`; configured off, the capability document declares it instead."""
+async def test_with_vectors_off_at_the_vendor_the_capabilities_declare_query_emulated(fake: FakeSaas) -> None:
+    """Configured with vector search on, a vendor answering `embedding: false` makes the capability
+    document declare `query` emulated (the gateway words the entry), not a note of the adapter's own; the
+    vendor embedding again declares it native again; configured off, it is emulated whatever the vendor says."""
     fake.embedding = False
     async with saas_provider(fake) as saas:
         await saas.remember(MEM, new("Acme renews in March."))
-        assert "query:emulated" in (await saas.recall([MEM], RecallQuery(query="Acme"))).degraded
+        assert saas.capabilities().emulated_signals == ("text",)
+        answer = await saas.recall([MEM], RecallQuery(query="Acme"))
+        assert len(answer.hits) == 1 and answer.degraded == ()
+        assert saas.capabilities().emulated_signals == ("query", "text")
+        fake.embedding = True
+        await saas.recall([MEM], RecallQuery(query="Acme"))
+        assert saas.capabilities().emulated_signals == ("text",)
     async with saas_provider(fake, vector_search=False) as saas:
         assert (await saas.recall([MEM], RecallQuery(query="Acme"))).degraded == ()
         assert "query" in saas.capabilities().emulated_signals
+
+
+async def test_the_start_up_probe_learns_whether_the_vendor_embeds(fake: FakeSaas) -> None:
+    """The probe asks one recall of a scope no memory has: with the vendor's embedding off, `query` is
+    declared emulated before any recall; nothing is written and no memory's scope is named."""
+    fake.embedding = False
+    async with saas_provider(fake) as saas:
+        assert "query" not in saas.capabilities().emulated_signals
+        await saas.probe()
+        assert "query" in saas.capabilities().emulated_signals
+    (asked,) = fake.bodies("POST", "/recall")
+    assert asked["scope_id"] == asked["actor_id"] == "memfed-_probe" and fake.records == {}
 
 
 async def test_kind_tier_and_category_filters_go_to_the_vendor(saas: SaasProvider, fake: FakeSaas) -> None:

@@ -304,6 +304,53 @@ async def test_v4_ingestion_is_followed_by_its_task_with_one_poll() -> None:
     assert [(r.method, r.url.path.split("/")[3]) for r in fake.requests] == [("GET", "tasks")] * 2
 
 
+async def test_v4_ingestion_is_followed_by_its_task_after_a_restart(tmp_path: Path) -> None:
+    """The ingestion task of an episode outlives the process that wrote it: a provider opened afresh on
+    the same data dir (a restart, or another gateway process sharing it) asks `GET tasks/{uuid}`, not the
+    graph's listing; pending until Zep has processed the episode."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, data_dir=tmp_path) as zep:
+        note = await zep.remember(M1, text("Dana moved to Berlin."))
+    async with zep_provider("v4", fake, data_dir=tmp_path) as again:
+        fake.requests.clear()
+        assert await again.derivation_pending(M1, [note.id]) is True
+        fake.process()
+        assert await again.derivation_pending(M1, [note.id]) is False
+    assert [(r.method, r.url.path.split("/")[3]) for r in fake.requests] == [("GET", "tasks")] * 2
+
+
+async def test_a_succeeded_ingestion_leaves_the_kept_tasks(tmp_path: Path) -> None:
+    """Once its task succeeded, an episode's entry leaves the data dir's file (the episode now says
+    `processed: true`, which a later reader trusts), so the file holds only what may run or failed."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, data_dir=tmp_path) as zep:
+        done = await zep.remember(M1, text("Dana moved to Berlin."))
+        fake.process()
+        running = await zep.remember(M1, text("Ada moved to Paris."))
+        assert await zep.derivation_pending(M1, [done.id]) is False
+    assert list(json.loads((tmp_path / "zep-ingests.json").read_text())) == [running.id]
+    async with zep_provider("v4", fake, data_dir=tmp_path) as later:
+        assert await later.derivation_pending(M1, [done.id]) is False
+        assert await later.derivation_pending(M1, [running.id]) is True
+
+
+async def test_a_failed_ingestion_ends_the_wait_even_after_a_restart(tmp_path: Path) -> None:
+    """Zep failing an episode's ingestion leaves the episode `processed: false` for good; the task says
+    `failed`, so a provider opened afresh on the same data dir answers "no longer pending" instead of
+    waiting forever on the flag, and asks no more after."""
+    fake = FakeZep("v4", ingest_outcome="failed")
+    async with zep_provider("v4", fake, data_dir=tmp_path) as zep:
+        note = await zep.remember(M1, text("Dana moved to Berlin."))
+    fake.process()
+    assert [e["processed"] for e in fake.episodes.values()] == [False]
+    async with zep_provider("v4", fake, data_dir=tmp_path) as again:
+        assert await again.derivation_pending(M1, [note.id]) is False
+    async with zep_provider("v4", fake, data_dir=tmp_path) as third:
+        fake.requests.clear()
+        assert await third.derivation_pending(M1, [note.id]) is False  # the ended task is remembered
+    assert fake.requests == []
+
+
 @BOTH
 async def test_erasing_an_episode_reports_the_facts_zep_keeps_from_it(variant: str) -> None:
     """Zep keeps what it derived when an episode is deleted: the erased note is reported unreachable;

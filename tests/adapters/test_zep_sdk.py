@@ -22,13 +22,21 @@ import httpx
 import pydantic
 import pytest
 
-from adapters.base import Part, RecallQuery, Reference
+from adapters.base import Condition, Part, RecallQuery, Reference
 from tests.adapters.fake_zep import FakeZep, zep_provider
 from tests.adapters.harnesses import M1, PERSON, Stamps
 
 zep_cloud = pytest.importorskip("zep_cloud")
 from zep_cloud.client import AsyncZep  # noqa: E402
-from zep_cloud.types import EdgeInput, EdgeSearchFilters, EpisodeSearchFilters, NodeInput  # noqa: E402
+from zep_cloud.types import (  # noqa: E402
+    EdgeInput,
+    EdgeListFilters,
+    EdgeSearchFilters,
+    EpisodeListFilters,
+    EpisodeSearchFilters,
+    NodeInput,
+    NodeListFilters,
+)
 
 Sdk = Callable[[AsyncZep], Awaitable[Any]]
 
@@ -129,7 +137,9 @@ def sdk_call(request: httpx.Request) -> Sdk:
                                                   page_size=size, **extra)
     client_of = {"edges": "edge", "nodes": "node", "episodes": "episode"}[rest[0]]
     if rest[1:] == ["list"]:
-        return lambda z: getattr(z.graph, client_of).list(g, page_size=size, cursor=q.get("cursor"))
+        listed = {"edges": EdgeListFilters, "nodes": NodeListFilters, "episodes": EpisodeListFilters}[rest[0]]
+        given = {"filters": strict(listed, body["filters"])} if "filters" in body else {}
+        return lambda z: getattr(z.graph, client_of).list(g, page_size=size, cursor=q.get("cursor"), **given)
     if m == "DELETE":
         return lambda z: getattr(z.graph, client_of).delete(g, rest[1], idempotency_key=key)
     if m == "PATCH":
@@ -153,6 +163,7 @@ async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> 
         await zep.forget(M1, note.id, PERSON, stamps.tick())
         await zep.recall([M1], RecallQuery(query="Ada works", types=("note",)))
         await zep.recall([M1], RecallQuery(query="Ada works"))
+        await zep.recall([M1], RecallQuery(filters=(Condition("type", "in", ["note", "procedure"]),)))
         await zep.neighbourhood(M1, fact.id, 2)
         await zep.erase(M1, [fact.id])
         await zep.drop_memory(M1)
@@ -212,6 +223,7 @@ async def test_every_request_the_v3_adapter_sends_is_the_one_zep_cloud_3_sends()
         await zep.forget(M1, note.id, PERSON, stamps.tick())
         await zep.recall([M1], RecallQuery(query="Ada works", types=("note",)))
         await zep.recall([M1], RecallQuery(query="Ada works"))
+        await zep.recall([M1], RecallQuery(filters=(Condition("type", "in", ["note", "procedure"]),)))
         await zep.neighbourhood(M1, fact.id, 2)
         await zep.erase(M1, [fact.id, ada.id])
         await zep.drop_memory(M1)

@@ -70,13 +70,11 @@ class Flaky:
 def wrap_archive(gw: Gateway, flaky: Flaky) -> None:
     handle = gw.services.providers["archive"]
     handle.provider = flaky  # type: ignore[assignment]
-    handle._capabilities = flaky.capabilities()
 
 
 def unwrap_archive(gw: Gateway, flaky: Flaky) -> None:
     handle = gw.services.providers["archive"]
     handle.provider = flaky.inner
-    handle._capabilities = flaky.inner.capabilities()
     handle.breaker.succeeded()
 
 

@@ -47,6 +47,13 @@ class AnswerLost(Wrapped):
         return stored
 
 
+class DerivesLater(Wrapped):
+    """Declares background derivation whose observe answers with a job; stores as the wrapped one does."""
+
+    def capabilities(self) -> Any:
+        return replace(self.inner.capabilities(), derivation="background", observe_answers="job")
+
+
 class Refuses(Wrapped):
     async def remember(self, memory_id: str, record: NewRecord) -> Record:
         raise Unsupported("this provider keeps no episodes")
@@ -138,7 +145,7 @@ async def test_a_provider_that_derives_later_answers_with_a_job(gateway: Gateway
     _, agent, root = await writable_root(gateway)
     handle = gateway.services.providers.get("local")
     assert handle is not None
-    handle._capabilities = replace(handle.capabilities(), derivation="background", observe_answers="job")
+    handle.provider = DerivesLater(handle.provider)
     answer = await agent.post(f"/v1/memories/{root['id']}/observe", json={"content": TURN})
     assert answer.status_code == 202
     assert answer.json()["records"] == []

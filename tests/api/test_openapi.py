@@ -131,6 +131,17 @@ async def test_answers_match_their_described_schemas(gateway: Gateway) -> None:
          await gateway.admin.get(f"/v1/memories/{memory['id']}/grants")),
         ("GET", "/v1/files/{file_id}", "200", await gateway.admin.get(f"/v1/files/{kept['id']}")),
     ]
+    harness = await gateway.admin.post("/v1/harnesses", json={"name": "h", "agent_member_id": member["id"]})
+    more += [
+        ("POST", "/v1/harnesses", "201", harness),
+        ("GET", "/v1/harnesses", "200", await gateway.admin.get("/v1/harnesses")),
+        ("POST", "/v1/memories/{memory_id}/snapshots", "201",
+         await gateway.admin.post(f"/v1/memories/{memory['id']}/snapshots", json={"name": "s"})),
+        ("GET", "/v1/memories/{memory_id}/snapshots", "200",
+         await gateway.admin.get(f"/v1/memories/{memory['id']}/snapshots")),
+        ("DELETE", "/v1/harnesses/{harness_id}", "200",
+         await gateway.admin.delete(f"/v1/harnesses/{harness.json()['id']}")),
+    ]
     for method, path, status, answer in more:
         assert str(answer.status_code) == status, (path, answer.text)
         jsonschema.validate(answer.json(), _answer_schema(method, path, status))

@@ -191,7 +191,7 @@ async def test_a_429_opens_the_breaker_for_its_retry_after(three: tuple[Gateway,
     vendors.saas.fail("429", retry_after=7)
     answer = await gw.admin.post(f"/v1/memories/{memory['id']}/records", json={"content": "x"})
     assert answer.status_code == 503, answer.text
-    assert answer.json()["error"]["detail"] == {"provider": "saas", "reason": "rate_limited"}
+    assert answer.json()["error"]["detail"] == {"provider": "saas", "reason": "rate_limited", "retry_after": 7}
     assert answer.headers["retry-after"] == "7"
     breaker = gw.services.providers["saas"].breaker
     assert (breaker.state, breaker.open_for) == ("open", 7)
@@ -277,3 +277,33 @@ async def test_deleting_a_saas_memory_forgets_its_scope_only(three: tuple[Gatewa
     erased = await gw.admin.post(f"/v1/memories/{root['id']}/erase", json={"record_ids": [kept["id"]]})
     assert erased.status_code == 200 and erased.json()["erased"] == [kept["id"]], erased.text
     assert erased.json()["unreachable"] == [] and vendors.saas.records == {}
+
+
+# --------------------------------------------------------------------------- vector search off at run time
+
+
+async def test_vectors_off_at_run_time_say_query_emulated_by_the_documented_grammar(
+        three: tuple[Gateway, Vendors]) -> None:
+    """Configured with vector search on, the vendor starts answering `embedding: false`: the recall says
+    `provider:saas:query:emulated` (the one grammar of docs/degraded.md), and the
+    capability document now declares `query` emulated; when the vendor embeds again, both say so."""
+    gw, vendors = three
+    memory = await gw.root("Vectors", provider="saas")
+    await write(gw, memory["id"], {"type": "fact", "content": "Acme renews in March"})
+    url = f"/v1/memories/{memory['id']}/recall"
+
+    def emulated() -> list[str]:
+        return list(next(p for p in caps.json()["data"] if p["id"] == "saas")["recall"]["emulated"])
+
+    vendors.saas.embedding = False
+    body = (await gw.admin.post(url, json={"query": "Acme renews"})).json()
+    assert [r["record"]["content"][0]["text"] for r in body["results"]] == ["Acme renews in March"]
+    assert "provider:saas:query:emulated" in body["degraded"]
+    caps = await gw.admin.get("/v1/memories/providers")
+    assert emulated() == ["query", "text"]
+
+    vendors.saas.embedding = True
+    body = (await gw.admin.post(url, json={"query": "Acme renews"})).json()
+    assert not [d for d in body["degraded"] if "query" in d]
+    caps = await gw.admin.get("/v1/memories/providers")
+    assert emulated() == ["text"]

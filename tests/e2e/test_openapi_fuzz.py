@@ -114,7 +114,8 @@ def test_schemathesis_finds_nothing_on_the_live_server(server: ServeProcess, tmp
                f"{server.base_url}/openapi.json", "--checks", "all", "--max-examples", str(MAX_EXAMPLES),
                "--workers", "1", "--no-shrink", "--phases", "examples,coverage,fuzzing", "--seed", "1",
                "--request-timeout", "20", "--suppress-health-check", "all"]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600,
+    # Run in the test's own directory: schemathesis keeps a cache where it runs.
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path,
                          env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false",
                               "SCHEMATHESIS_HOOKS": "tests.e2e.schemathesis_hooks", "PYTHONPATH": str(ROOT)})
     (tmp_path / "schemathesis.out").write_text(run.stdout + run.stderr)

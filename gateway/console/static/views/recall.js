@@ -15,9 +15,9 @@ export function explainDegraded(entry) {
   if ((m = /^subtree:capped_at_(\d+)_memories$/.exec(entry))) {
     return `Only the ${m[1]} nearest memories were searched (the recall cap); memories further down were not.`;
   }
-  if ((m = /^(\w+):not_supported:provider:(.+)$/.exec(entry))) return `Provider ${m[2]} cannot search by ${m[1]}; it was not asked for it.`;
+  if ((m = /^provider:(.+?):(\w+):not_supported$/.exec(entry))) return `Provider ${m[1]} cannot search by ${m[2]}; it was not asked for it.`;
   if ((m = /^(\w+):not_supported$/.exec(entry))) return `No provider here can search by ${m[1]}.`;
-  if ((m = /^(\w+):emulated:provider:(.+)$/.exec(entry))) return `Provider ${m[2]} approximates ${m[1]} (emulated), so its ranking is rougher.`;
+  if ((m = /^provider:(.+?):(\w+):emulated$/.exec(entry))) return `Provider ${m[1]} approximates ${m[2]} (emulated), so its ranking is rougher.`;
   if (entry === "children:counts_pending") return "Some children's record counts were not known yet; they are being counted.";
   if (entry === "parent:count_pending") return "The parent's record count was not known yet; it is being counted.";
   if ((m = /^provider:(.+?):(timeout|unavailable|rate_limited|circuit_open|unauthorized|not_connected)$/.exec(entry))) {

@@ -1,11 +1,12 @@
-"""What the mem0 adapter decides itself after mem0 answers: which records a read shows, in what order,
-and which match a filter.
+"""memfed's filter semantics, the same whichever provider keeps a memory: which records a read shows, in what
+order, and which match a filter (part of the contract, for adapters whose vendor cannot filter on memfed's
+fields and judge the records read back).
 
-mem0 promises no listing order and cannot filter on memfed's fields (they live inside one metadata
-object), so these run on the records read back. Filter semantics follow the local provider's, so one
-filter means the same thing whichever provider keeps the memory: `type`, `attributes.<key>` (one flat
-key) and `time.<field>`; a record without the field is not equal to any value (`ne` matches it, `eq None`
-matches it); ranges never compare a number with a string; instants are compared as instants.
+mem0, Zep and the SaaS API promise no listing order memfed can rely on and keep memfed's fields inside
+metadata, so these run on the records read back. The semantics follow the local provider's, so one filter
+means the same thing on every provider: `type`, `attributes.<key>` (one flat key) and `time.<field>`; a
+record without the field is not equal to any value (`ne` matches it, `eq None` matches it); ranges never
+compare a number with a string; instants are compared as instants.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _want(cond: Condition, kind: str) -> Any:
 
 
 def check(cond: Condition) -> None:
-    """Refuse a condition before anything is asked of mem0, whether or not a record would meet it."""
+    """Refuse a condition before anything is asked of the vendor, whether or not a record would meet it."""
     _want(cond, _kind(cond.field))
 
 
