@@ -60,6 +60,7 @@ class Config:
     recall_cap: int = 200
     recall_default_limit: int = 10
     recall_max_limit: int = 200
+    recall_scoring: str = "uniform"
     file_max_bytes: int = 10 * 1024 * 1024
     audit_enabled: bool = True
     audit_flush_ms: int = 1000
@@ -108,6 +109,13 @@ def load(path: Path | None) -> Config:
     return from_mapping(raw)
 
 
+def _scoring(recall: Mapping[str, Any]) -> str:
+    value = recall.get("scoring", "uniform")
+    if value not in ("uniform", "rrf"):
+        raise ConfigError(f"recall.scoring must be \"uniform\" or \"rrf\", not {value!r}")
+    return str(value)
+
+
 def from_mapping(raw: Mapping[str, Any]) -> Config:
     unknown = set(raw) - _TOP_KEYS
     if unknown:
@@ -136,6 +144,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         recall_cap=_positive(recall, "cap", 200),
         recall_default_limit=_positive(recall, "default_limit", 10),
         recall_max_limit=_positive(recall, "max_limit", 200),
+        recall_scoring=_scoring(recall),
         file_max_bytes=_positive(files, "max_bytes", 10 * 1024 * 1024),
         audit_enabled=bool(audit.get("enabled", True)),
         audit_flush_ms=_positive(audit, "flush_ms", 1000),

@@ -58,7 +58,8 @@ async def recall(call: Call) -> dict[str, Any]:
     covered, by_provider = kept.plan, kept.by_provider()
     # The search is the answer's critical path: its calls go out first.
     searching = asyncio.create_task(
-        _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body))))
+        _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body),
+                                               services.config.recall_scoring)))
     # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
     # work on the children below (a thousand of them on a flat tree) takes the loop.
     for _ in range(2):
@@ -90,6 +91,7 @@ async def recall(call: Call) -> dict[str, Any]:
             "memory": {"id": record.memory_id, "name": place.name if place else None},
             "score": fed.score,
             "why": list(fed.hit.why),
+            **({"x.memfed": fed.parts.as_json()} if fed.parts else {}),
         })
     pending = [*(("children:counts_pending",) if any(counts.get(c.id) is None for c in child_nodes) else ()),
                *(("parent:count_pending",) if parent_node and counts.get(parent_node.id) is None else ())]

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from adapters.base import Hit, Provider, ProviderError, RecallAnswer, RecallQuery
+from gateway.federation import scoring
 from gateway.federation.providers import ProviderHandle, Providers
 from policies.capabilities import SignalSplit, emulation_notes, narrow, signal_degradations, split_signals
 from policies.recall import fuse
@@ -27,6 +28,7 @@ class FederatedHit:
     hit: Hit
     provider: str
     score: float
+    parts: scoring.Components | None = None  # why it ranks here (uniform scoring only)
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,8 @@ class FederatedAnswer:
 
 
 async def recall(
-    providers: Providers, memories_by_provider: Mapping[str, Sequence[str]], query: RecallQuery
+    providers: Providers, memories_by_provider: Mapping[str, Sequence[str]], query: RecallQuery,
+    method: str = "uniform",
 ) -> FederatedAnswer:
     degraded: list[str] = []
     splits: dict[str, SignalSplit] = {}
@@ -52,10 +55,14 @@ async def recall(
         splits[name] = split
         if not split.asked:
             continue  # nothing this provider can search by; said once below in the signal entries
-        tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked)))
+        narrowed = narrow(query, split.asked)
+        if method == "uniform":  # more candidates than `limit`, so the union holds what one index would rank first
+            narrowed = replace(narrowed, limit=scoring.depth(query.limit))
+        tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrowed))
     degraded.extend(signal_degradations(splits))
     degraded.extend(emulation_notes(query, {n: providers[n].capabilities() for n in tasks}))
     rankings: list[list[tuple[str, str]]] = []
+    ranked_by: dict[str, list[tuple[str, str]]] = {}
     by_key: dict[tuple[str, str], FederatedHit] = {}
     abstentions: list[bool] = []
     calls = 0
@@ -82,11 +89,17 @@ async def recall(
                 ranking.append(key)
                 by_key[key] = FederatedHit(hit, name, 0.0)
         rankings.append(ranking)
+        ranked_by[name] = ranking
         abstentions.append(answer.abstain)
         degraded.extend(f"provider:{name}:{d}" for d in answer.degraded)
-    fused = fuse(rankings)
-    hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
-                 for key, score in fused[: query.limit])
+    if method == "uniform":
+        merged = scoring.merge(query.query or query.text, ranked_by,
+                               {key: scoring.text_of(fed.hit.record) for key, fed in by_key.items()})
+        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, parts.fused, parts)
+                     for key, parts in merged[: query.limit])
+    else:
+        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
+                     for key, score in fuse(rankings)[: query.limit])
     # Nothing returned, or every provider that answered judged its answer no answer: say so.
     abstain = not hits or (bool(abstentions) and all(abstentions))
     return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, calls)
