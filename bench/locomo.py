@@ -43,6 +43,7 @@ if not DATA.exists():
     DATA = Path("/work/shared/data/locomo")
 _DIA = re.compile(r"D\d+:\d+")
 _WORD = re.compile(r"[^\W_]+")
+DEGRADED: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,11 @@ async def ask(gw: Gateway, root_id: str, conv: Conversation, signal: str, k: int
         latencies.append((time.perf_counter() - started) * 1000)
         if answer.status_code != 200:
             raise SystemExit(f"recall failed: {answer.status_code} {answer.text[:300]}")
-        ranked = [r["record"]["attributes"].get("dia_id", "") for r in answer.json()["results"]]
+        body = answer.json()
+        if body["degraded"] and not DEGRADED:
+            DEGRADED.extend(body["degraded"])
+            print(f"  note: a recall was degraded: {body['degraded']}", file=sys.stderr)
+        ranked = [r["record"]["attributes"].get("dia_id", "") for r in body["results"]]
         scores.add(ranked, q.evidence, k)
 
 
@@ -178,7 +183,9 @@ def provider_tables(names: Sequence[str], root: Path) -> dict[str, Any]:
     tables: dict[str, Any] = {}
     for name in set(names):
         if name.startswith("local"):
-            tables[name] = {"adapter": "local", "path": str(root / f"{name}.sqlite3"), "write_settle": 0}
+            tables[name] = {"adapter": "local", "path": str(root / f"{name}.sqlite3"), "write_settle": 0,
+                            # the first meaning search of a conversation embeds all its turns
+                            "timeout": 300}
         elif name.startswith("mem0"):
             tables[name] = {"adapter": "mem0", "variant": "platform", "base_url": "https://api.mem0.ai",
                             "api_key_env": "MEMFED_BENCH_MEM0_KEY"}
