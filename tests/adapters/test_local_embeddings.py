@@ -30,6 +30,7 @@ SET = {
 @pytest.fixture
 async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
     provider = await LocalProvider.open(tmp_path / "records.sqlite3")
+    provider.semantic = True  # what `semantic = "on"` in the provider's table sets
     try:
         yield provider
     finally:
@@ -65,8 +66,9 @@ async def test_the_word_ranking_still_counts_in_the_hybrid(local: LocalProvider,
 
 @needs_model
 async def test_words_only_find_nothing_where_meaning_is_switched_off(tmp_path: Path, stamps: Stamps) -> None:
-    """The same question with `semantic = "off"`: no shared word, no hit, abstain; `query` emulated."""
-    provider = await LocalProvider.from_config({"path": str(tmp_path / "off.sqlite3"), "semantic": "off"},
+    """The same question where the table does not say `semantic = "on"`: no shared word, no hit, abstain;
+    `query` declared emulated although the model is installed."""
+    provider = await LocalProvider.from_config({"path": str(tmp_path / "off.sqlite3")},
                                                client=httpx.AsyncClient(), data_dir=tmp_path, api_key=None)
     try:
         await seeded(provider, stamps)
