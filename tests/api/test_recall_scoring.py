@@ -109,3 +109,13 @@ async def test_rank_fusion_stays_available_by_configuration(tmp_path: Path, monk
     results = answer.json()["results"]
     assert len(results) == 3 and all("x.memfed" not in r for r in results)
     assert WEAK in [r["record"]["content"][0]["text"] for r in results][:2]
+
+
+def test_an_unknown_scoring_method_stops_the_configuration() -> None:
+    """A typo in `[recall] scoring` is said at start, not silently turned into one of the two."""
+    from gateway.config import ConfigError, from_mapping
+
+    assert from_mapping({}).recall_scoring == "uniform"
+    assert from_mapping({"recall": {"scoring": "rrf"}}).recall_scoring == "rrf"
+    with pytest.raises(ConfigError, match=r"recall\.scoring"):
+        from_mapping({"recall": {"scoring": "bm25"}})
