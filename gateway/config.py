@@ -85,6 +85,7 @@ class Config:
     # what missed it is in `degraded`. A request's `timeout` may shorten it.
     recall_deadline: float = 2.5
     limits: Limits = field(default_factory=Limits)
+    recall_scoring: str = "uniform"
     file_max_bytes: int = 10 * 1024 * 1024
     audit_enabled: bool = True
     audit_flush_ms: int = 1000
@@ -141,6 +142,13 @@ def load(path: Path | None) -> Config:
     return from_mapping(raw)
 
 
+def _scoring(recall: Mapping[str, Any]) -> str:
+    value = recall.get("scoring", "uniform")
+    if value not in ("uniform", "rrf"):
+        raise ConfigError(f"recall.scoring must be \"uniform\" or \"rrf\", not {value!r}")
+    return str(value)
+
+
 def from_mapping(raw: Mapping[str, Any]) -> Config:
     unknown = set(raw) - _TOP_KEYS
     if unknown:
@@ -172,6 +180,7 @@ def from_mapping(raw: Mapping[str, Any]) -> Config:
         recall_max_limit=_positive(recall, "max_limit", 200),
         recall_deadline=_seconds(recall, "deadline", 2.5, what="recall.deadline") or 2.5,
         limits=_limits(_table(raw, "limits")),
+        recall_scoring=_scoring(recall),
         file_max_bytes=_positive(files, "max_bytes", 10 * 1024 * 1024),
         audit_enabled=bool(audit.get("enabled", True)),
         audit_flush_ms=_positive(audit, "flush_ms", 1000),

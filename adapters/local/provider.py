@@ -9,6 +9,7 @@ gateway's file store.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -40,6 +41,7 @@ from adapters.base import (
     Writer,
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
+from adapters.local import _embeddings as embeddings
 from adapters.local import _sql as sql
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
@@ -75,6 +77,9 @@ CAPABILITIES = Capabilities(
     data_location="gateway",
 )
 
+# With the sentence-embedding model loaded (memfed[semantic]), `query` is answered by meaning.
+SEMANTIC_CAPABILITIES = replace(CAPABILITIES, emulated_signals=())
+
 RRF_K = 60
 
 
@@ -103,10 +108,19 @@ class LocalProvider(LocalConnections, LocalQueries):
         """`options.path`, or `records.sqlite3` in the data directory. Local calls no one, so the
         client and key the gateway hands every adapter are not used."""
         path = options.get("path")
-        return await cls.open(Path(path) if path else data_dir / "records.sqlite3")
+        provider = await cls.open(Path(path) if path else data_dir / "records.sqlite3")
+        provider.semantic = str(options.get("semantic", "off")) == "on"
+        return provider
+
+    # `semantic = "on"` in the provider's table: meaning search, where memfed[semantic] is installed. Off by
+    # default, because the first search after many writes waits for their vectors.
+    semantic = False
+
+    def meaning(self) -> embeddings.Meaning | None:
+        return embeddings.load() if self.semantic else None
 
     def capabilities(self) -> Capabilities:
-        return CAPABILITIES
+        return CAPABILITIES if self.meaning() is None else SEMANTIC_CAPABILITIES
 
     # ----------------------------------------------------------------------- writes
 
@@ -320,6 +334,13 @@ class LocalProvider(LocalConnections, LocalQueries):
         for row in rows:
             places.setdefault(row["seq"], {})[row["signal"]] = row["place"]
             versions[row["seq"]] = row
+        meaning = self.meaning()
+        if meaning is not None and "query" in signals and query.query and memory_ids:
+            nearest = await self._nearest(meaning, memory_ids, query, at, max(4 * query.limit, 50))
+            versions.update((row["seq"], row) for row in nearest if row["seq"] not in versions)
+            words = {seq: by_signal["query"] for seq, by_signal in places.items() if "query" in by_signal}
+            for seq, place in embeddings.hybrid(words, [row["seq"] for row in nearest]).items():
+                places.setdefault(seq, {})["query"] = place
         scores = fuse(places, len(signals))
         # Equal scores keep the newest first (then the higher id): sorts are stable, so order by the
         # tie-break first. The same store therefore always answers in the same order.
@@ -396,4 +417,25 @@ class LocalProvider(LocalConnections, LocalQueries):
     async def _purge(self, db: aiosqlite.Connection, where: str, params: Mapping[str, Any]) -> None:
         for statement in sql.purge_statements(where):
             await db.execute(statement, params)
+        if self.meaning() is not None:  # an erased version's vector goes with its words
+            await db.execute(embeddings.CREATE)
+            await db.execute(embeddings.PURGE_ORPHANS)
+
+    async def _nearest(self, meaning: embeddings.Meaning, memory_ids: Sequence[str], query: RecallQuery,
+                       at: str | None, depth: int) -> Sequence[Any]:
+        """Embed what these memories hold that has no vector yet, then rank. The embedding runs shielded:
+        a recall that times out on a large backlog leaves the vectors made so far stored for the next."""
+        await asyncio.shield(self._fill(meaning, memory_ids))
+        async with self._reading() as db:
+            return await meaning.rank(db, memory_ids, query.query or "", as_of=at, include=query.include,
+                                      types=query.types, depth=depth)
+
+    async def _fill(self, meaning: embeddings.Meaning, memory_ids: Sequence[str]) -> None:
+        async with self._writing() as db:
+            await db.execute(embeddings.CREATE)
+        async with self._reading() as db:
+            missing = await meaning.fill(db, memory_ids)
+        if missing:  # encoded outside the write lock; the insert is one short transaction
+            async with self._writing() as db:
+                await db.executemany("INSERT OR IGNORE INTO meanings (seq, vector) VALUES (?, ?)", missing)
 

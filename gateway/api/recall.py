@@ -77,7 +77,7 @@ async def recall(call: Call) -> dict[str, Any]:
     # The search is the answer's critical path: its calls go out first.
     searching = asyncio.create_task(
         _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body),
-                                                     deadline=deadline)))
+                                                     services.config.recall_scoring, deadline=deadline)))
     # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
     # work on the children below (a thousand of them on a flat tree) takes the loop.
     for _ in range(2):
@@ -111,6 +111,7 @@ async def recall(call: Call) -> dict[str, Any]:
             "memory": {"id": record.memory_id, "name": place.name if place else None},
             "score": fed.score,
             "why": list(fed.hit.why),
+            **({"x.memfed": fed.parts.as_json()} if fed.parts else {}),
         })
     pending = [*((entries.entry("children", "counts_pending"),) if any(counts.get(c.id) is None for c in child_nodes)
                  else ()),

