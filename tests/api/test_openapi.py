@@ -12,6 +12,7 @@ import pytest
 
 from gateway.api.openapi import build
 from gateway.app import endpoints
+from tests.adapters.fake_plugin import plugin_options
 from tests.api._gateway import Gateway, make_config, running_gateway
 
 DOCUMENT = build(endpoints())
@@ -276,3 +277,25 @@ async def test_every_other_answer_matches_its_described_schema(tmp_path: Path) -
             jsonschema.validate(answer.json(), _answer_schema(method, path, status))
         rows = next(x for _m, p, _s, x in answers if p.endswith("/query")).json()
         assert rows["object"] == "memory.query_result" and rows["rows"]  # the rows shape was checked too
+
+
+async def test_ratification_answers_match_their_described_schema(tmp_path: Path) -> None:
+    """An approval (with the record) and a rejection (record null) of a ratifying plugin's drafts validate
+    against the ratification schema."""
+    scratch = tmp_path / "plugin"
+    scratch.mkdir()
+    config = make_config(tmp_path, providers={
+        "drafts": {"adapter": "plugin", **plugin_options(scratch, "--ratification", "--pending")}})
+    async with running_gateway(config) as gw:
+        memory = (await gw.root("Drafts", provider="drafts"))["id"]
+        decided = []
+        for decision in ("approve", "reject"):
+            made = await gw.admin.post(f"/v1/memories/{memory}/records", json={"type": "fact", "content": decision})
+            assert made.status_code == 201, made.text
+            decided.append(await gw.admin.post(f"/v1/memories/{memory}/records/{made.json()['id']}/ratification",
+                                               json={"decision": decision}))
+        schema = _answer_schema("POST", "/v1/memories/{memory_id}/records/{record_id}/ratification")
+        for answer in decided:
+            assert answer.status_code == 200, answer.text
+            jsonschema.validate(answer.json(), schema)
+        assert decided[0].json()["record"] is not None and decided[1].json()["record"] is None
