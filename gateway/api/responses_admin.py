@@ -165,3 +165,14 @@ class ImportOut(Open):
     aliases: int = Field(ge=0)
     versions_written: int = Field(ge=0)
     degraded: list[str]
+
+
+class LiveOut(Open):
+    status: Literal["ok"]
+
+
+class ReadyOut(Open):
+    """`checks` names each check's state and, under `providers`, each provider's breaker state."""
+
+    status: str
+    checks: dict[str, Any]

@@ -299,3 +299,15 @@ async def test_ratification_answers_match_their_described_schema(tmp_path: Path)
             assert answer.status_code == 200, answer.text
             jsonschema.validate(answer.json(), schema)
         assert decided[0].json()["record"] is not None and decided[1].json()["record"] is None
+
+
+async def test_health_answers_match_their_described_schemas(gateway: Gateway) -> None:
+    """/healthz and /readyz, answered by the readiness gate before any route, are described by models in
+    the served document and their answers validate against them."""
+    served = (await gateway.admin.get("/openapi.json")).json()
+    for path in ("/healthz", "/readyz"):
+        answer = await gateway.admin.get(path)
+        assert answer.status_code == 200, answer.text
+        schema = served["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert "$ref" in schema, (path, schema)
+        jsonschema.validate(answer.json(), {**schema, "components": served["components"]})
