@@ -98,7 +98,8 @@ class ReadinessGate:
         path, phase = scope["path"], self.readiness.phase
         if path in ("/healthz", "/readyz"):
             if scope["method"] not in ("GET", "HEAD"):
-                answer = ApiError(405, "memfed_method_not_allowed", "This route takes GET.").response()
+                answer = ApiError(405, "memfed_method_not_allowed", "This route takes GET.",
+                                  headers={"Allow": "GET, HEAD"}).response()
             elif path == "/healthz":
                 answer = JSONAnswer({"status": "ok"})
             else:

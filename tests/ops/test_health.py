@@ -119,3 +119,16 @@ async def test_an_open_breaker_is_shown_but_leaves_the_gateway_ready(tmp_path: P
         await services.close()
     assert answer.status_code == 200, answer.text
     assert answer.json()["checks"]["providers"] == {"local": "open"}
+
+
+async def test_a_method_the_probes_do_not_take_is_405_naming_the_ones_they_do(tmp_path: Path) -> None:
+    """TRACE or POST on /healthz or /readyz is 405 in the envelope with `Allow: GET, HEAD` (RFC 9110), even
+    before the services are in: the readiness gate answers these paths itself."""
+    app = create_app(from_mapping({}).with_overrides(data_dir=tmp_path / "data"), readiness=Readiness())
+    async with _client(app) as client:
+        for method in ("TRACE", "POST"):
+            for path in ("/healthz", "/readyz"):
+                answer = await client.request(method, path)
+                assert answer.status_code == 405, (method, path)
+                assert answer.headers.get("allow") == "GET, HEAD", (method, path)
+                assert answer.json()["error"]["code"] == "memfed_method_not_allowed"
