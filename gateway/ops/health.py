@@ -131,5 +131,5 @@ DOCUMENTED = [
              "(no authentication).", "health.live", public=True, response=LiveOut, tags=("operations",)),
     Endpoint("GET", "/readyz", _answered_by_the_gate, "Ready to serve: 200, or 503 while loading, draining or "
              "when a check fails; each check's state and each provider's breaker (no authentication).",
-             "health.ready", public=True, response=ReadyOut, tags=("operations",)),
+             "health.ready", public=True, response=ReadyOut, also=(503,), tags=("operations",)),
 ]

@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import jsonschema
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, open_services
+from gateway.api.openapi import build as build_openapi
+from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, endpoints, open_services
 from gateway.config import from_mapping
-from gateway.ops.health import Readiness
+from gateway.ops.health import DOCUMENTED, Readiness
 from tests.e2e._process import free_port
 
 
@@ -132,3 +134,14 @@ async def test_a_method_the_probes_do_not_take_is_405_naming_the_ones_they_do(tm
                 assert answer.status_code == 405, (method, path)
                 assert answer.headers.get("allow") == "GET, HEAD", (method, path)
                 assert answer.json()["error"]["code"] == "memfed_method_not_allowed"
+
+
+async def test_a_not_ready_answer_matches_the_readiness_schema_the_document_gives_503(tmp_path: Path) -> None:
+    """/readyz while loading is 503 with the readiness body, not the error envelope: the document says so."""
+    document = build_openapi([*endpoints(), *DOCUMENTED])
+    schema = document["paths"]["/readyz"]["get"]["responses"]["503"]["content"]["application/json"]["schema"]
+    app = create_app(from_mapping({}).with_overrides(data_dir=tmp_path / "data"), readiness=Readiness())
+    async with _client(app) as client:
+        loading = await client.get("/readyz")
+    assert loading.status_code == 503
+    jsonschema.validate(loading.json(), {**schema, "components": document["components"]})
