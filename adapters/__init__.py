@@ -22,6 +22,7 @@ REGISTRY: Mapping[str, str] = {
     "local": "adapters.local",
     "mem0": "adapters.mem0",
     "plugin": "adapters.plugin",
+    "postgres": "adapters.postgres",
     "saas": "adapters.saas",
     "zep": "adapters.zep",
 }

@@ -31,6 +31,7 @@ from gateway.api import (
     grants,
     graph,
     harnesses,
+    health,
     members,
     memories,
     migration,
@@ -44,6 +45,7 @@ from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint
 from gateway.api._endpoint import routes as api_routes
 from gateway.api.fairness import MemberLimits
+from gateway.api.health import Readiness
 from gateway.api.idempotency import Idempotency
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
@@ -55,8 +57,6 @@ from gateway.console import Console
 from gateway.errors import ApiError
 from gateway.federation.preflight import preflight
 from gateway.federation.providers import Providers
-from gateway.ops import health
-from gateway.ops.health import Readiness
 from gateway.services import Services
 from gateway.state.files import FileStore
 from gateway.state.private_files import private_dir, private_file

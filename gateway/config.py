@@ -33,7 +33,7 @@ class ProviderConfig:
     reset_after: float = 30.0
     # Seconds after a write's outcome became unknown (its call failed once it may have reached the vendor)
     # during which the vendor may still apply it: not finding the write before then does not mean it was
-    # not made, so it is not sent again until then. None: 0 for the local adapter, whose writes settle
+    # not made, so it is not sent again until then. None: 0 for the embedded adapters, whose writes settle
     # when its call ends, and 30 for the others.
     write_settle: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -41,7 +41,7 @@ class ProviderConfig:
     def settle_seconds(self) -> float:
         if self.write_settle is not None:
             return self.write_settle
-        return 0.0 if self.adapter == "local" else 30.0
+        return 0.0 if self.adapter in ("local", "postgres") else 30.0
 
     def api_key(self) -> str | None:
         if not self.api_key_env:

@@ -29,7 +29,6 @@ from adapters.base import (
     Include,
     NewRecord,
     Page,
-    Part,
     ProviderRejected,
     RecallAnswer,
     RecallQuery,
@@ -38,7 +37,6 @@ from adapters.base import (
     RecordTime,
     Revision,
     Signal,
-    Unsupported,
     Writer,
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
@@ -47,6 +45,7 @@ from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local._connections import LocalConnections
 from adapters.local.queries import LocalQueries
+from adapters.media import refuse_unkept_media as _refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
 from adapters.versioning import not_before, or_keep, refuse_following, revised
 
@@ -398,19 +397,3 @@ class LocalProvider(LocalConnections, LocalQueries):
         for statement in sql.purge_statements(where):
             await db.execute(statement, params)
 
-
-def _refuse_unkept_media(content: Sequence[Part], kept_media: Sequence[str]) -> None:
-    for part in content:
-        if part.type != "file":
-            continue
-        if part.file is None:
-            raise ProviderRejected("a file part must name its file")
-        media = part.file.media_type.split(";")[0].strip().lower()
-        if not any(_media_matches(media, kept) for kept in kept_media):
-            raise Unsupported(f"this memory does not keep {media} files")
-
-
-def _media_matches(media: str, kept: str) -> bool:
-    major, _, minor = kept.partition("/")
-    got_major, _, got_minor = media.partition("/")
-    return got_major == major and minor in ("*", got_minor)

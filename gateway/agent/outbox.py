@@ -339,6 +339,14 @@ async def deliver_due(services: Any, *, ignore_schedule: bool = False) -> int:
     return delivered
 
 
+async def backlog(services: Any) -> tuple[int, int | None]:
+    """Rows not yet delivered, and when the oldest of them was made (ms; None: there is none)."""
+    o = h.observe_outbox
+    async with services.store.engine.connect() as conn:
+        row = (await conn.execute(select(func.count(), func.min(o.c.created_at)).where(o.c.status == "pending"))).one()
+    return int(row[0]), None if row[1] is None else int(row[1])
+
+
 async def pending_count(services: Any) -> int:
     o = h.observe_outbox
     async with services.store.engine.connect() as conn:

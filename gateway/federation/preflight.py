@@ -62,10 +62,25 @@ async def probe(providers: Providers) -> dict[str, str]:
     return {name: reason for name, reason in zip(names, reasons, strict=True) if reason is not None}
 
 
+def warn_unshared_default(config: Config) -> bool:
+    """State on PostgreSQL is how several instances run, and the embedded SQLite provider is one
+    instance's file: a new root landing there by default would be invisible to the others, so say so
+    once at start (the operator may mean one instance; nothing is refused). True when it warned."""
+    default = config.providers.get(config.default_provider)
+    if default is None or default.adapter != "local" or not config.database_url().startswith("postgresql"):
+        return False
+    log.warning("the state is on PostgreSQL but [default] provider %s is the SQLite file in this instance's "
+                "data directory: other instances will not see records of memories on it; for several "
+                "instances name a provider with adapter = \"postgres\" (README: which providers several "
+                "instances can share)", config.default_provider)
+    return True
+
+
 def check_providers(config: Config) -> dict[str, str]:
     """`preflight`, then open every provider, probe it and close it, on a loop of its own (the server's
     loop is not running yet). A ConfigError from any of it stops the start."""
     preflight(config)
+    warn_unshared_default(config)
 
     async def run() -> dict[str, str]:
         providers = await Providers.open(config, httpx.AsyncClient(timeout=httpx.Timeout(10.0)))

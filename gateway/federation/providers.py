@@ -236,6 +236,9 @@ class Providers:
             if pconf.base_url:
                 options["base_url"] = pconf.base_url
             options.setdefault("timeout", pconf.timeout)
+            if pconf.adapter == "postgres":
+                # The shared embedded provider keeps its records beside the gateway's state by default.
+                options.setdefault("url", config.database_url())
             data_dir = private_dir(Path(config.data_dir) / "providers" / name)
             try:
                 provider = await factory(options, client=client, data_dir=data_dir, api_key=pconf.api_key())

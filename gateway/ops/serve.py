@@ -22,10 +22,11 @@ from types import FrameType
 
 import uvicorn
 
+from gateway.agent import outbox
+from gateway.api.health import Readiness
 from gateway.app import begin_serving, create_app, end_serving, open_services
 from gateway.config import Config
 from gateway.ops.failure import one_line
-from gateway.ops.health import Readiness
 from gateway.services import Services
 from gateway.state.store import StateStore
 from gateway.telemetry.export import Telemetry
@@ -97,7 +98,7 @@ async def _serve(config: Config) -> int:
     services = opening.result()
     try:
         await begin_serving(app, services)
-        await telemetry.start(services)
+        await telemetry.start(services, lambda: outbox.backlog(services))
         status = await serving
     finally:
         await end_serving(app)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -19,13 +20,14 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from sqlalchemy import func, select
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import __version__
 from gateway.config import Config
 from gateway.telemetry import metrics
+
+Backlog = Callable[[], Awaitable[tuple[int, int | None]]]
 
 log = logging.getLogger("memfed.telemetry")
 SAMPLE_EVERY = 5.0  # seconds between two reads of the outbox's backlog (a query; the other gauges are free)
@@ -70,12 +72,14 @@ class Telemetry:
         body = await asyncio.to_thread(self.prometheus_text)  # collection runs every gauge's callback
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    async def start(self, services: Any) -> None:
+    async def start(self, services: Any, backlog: Backlog) -> None:
+        """Serve the gauges from `services`; `backlog` samples the observe outbox (pending rows, the oldest's
+        creation in ms), asked of the outbox rather than read here so telemetry knows no table."""
         metrics.watch(services)
         if self.registry is not None and self.config.metrics_port is not None:
             self._port = start_http_server(self.config.metrics_port, addr=self.config.host, registry=self.registry)
         if self.provider is not None:
-            self._sampler = asyncio.create_task(_sample(services), name="memfed-metrics-sampler")
+            self._sampler = asyncio.create_task(_sample(backlog), name="memfed-metrics-sampler")
 
     async def close(self) -> None:
         """Stop sampling and serving; the OTLP reader exports what it holds before it stops."""
@@ -97,16 +101,11 @@ class Telemetry:
         metrics.use(None)
 
 
-async def _sample(services: Any) -> None:
-    from gateway.state import harness_schema as h
-
-    o = h.observe_outbox
+async def _sample(backlog: Backlog) -> None:
     while True:
         try:
-            async with services.store.engine.connect() as conn:
-                row = (await conn.execute(select(func.count(), func.min(o.c.created_at))
-                                          .where(o.c.status == "pending"))).one()
-            metrics.outbox_sampled(int(row[0]), None if row[1] is None else int(row[1]))
+            pending, oldest = await backlog()
+            metrics.outbox_sampled(pending, oldest)
         except Exception:  # a sample missed is a stale gauge, never a failing gateway
             log.warning("metrics: the outbox could not be sampled", exc_info=True)
         await asyncio.sleep(SAMPLE_EVERY)

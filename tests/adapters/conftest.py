@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from adapters.base import Provider
-from tests.adapters.harnesses import HARNESSES, Stamps
+from tests.adapters.harnesses import HARNESSES, ON_POSTGRES, Stamps
 
 
-@pytest.fixture(params=sorted(HARNESSES))
+@pytest.fixture(
+    params=[pytest.param(n, marks=pytest.mark.postgres) if n in ON_POSTGRES else n for n in sorted(HARNESSES)]
+)
 async def provider(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Provider]:
     """A fresh provider per test, in its own scratch directory (and with its own fake vendor)."""
     async with HARNESSES[request.param](tmp_path) as opened:

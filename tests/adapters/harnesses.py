@@ -32,6 +32,21 @@ async def local(scratch: Path) -> AsyncIterator[Provider]:
 
 
 @asynccontextmanager
+async def postgres(scratch: Path) -> AsyncIterator[Provider]:
+    """The embedded provider on PostgreSQL, in a schema of its own dropped after; skipped when the
+    server cannot be reached (tests/_postgres.py)."""
+    from adapters.postgres import PostgresProvider
+    from tests._postgres import fresh_schema
+
+    async with fresh_schema("pgrecords") as (engine, schema):
+        provider = await PostgresProvider.open(engine, schema=schema)
+        try:
+            yield provider
+        finally:
+            await provider.close()
+
+
+@asynccontextmanager
 async def mem0_platform(scratch: Path) -> AsyncIterator[Provider]:
     from tests.adapters.fake_mem0 import mem0_provider
 
@@ -109,6 +124,7 @@ async def plugin_old_package(scratch: Path) -> AsyncIterator[Provider]:
 
 HARNESSES: dict[str, Harness] = {
     "local": local,
+    "postgres": postgres,
     "mem0-platform": mem0_platform,
     "mem0-oss": mem0_oss,
     "saas": saas,
@@ -119,6 +135,9 @@ HARNESSES: dict[str, Harness] = {
     "plugin": plugin,
     "plugin-agent-package": plugin_old_package,
 }
+
+# Harnesses that need the PostgreSQL server: marked `postgres`, like the other tests that do.
+ON_POSTGRES = frozenset({"postgres"})
 
 
 # --------------------------------------------------------------------------- values the suites write

@@ -1,4 +1,4 @@
-"""Fixtures of the HTTP suites: a gateway on a fresh data dir, and a fresh decision-log database."""
+"""Fixtures of the HTTP suites: a gateway on a fresh data dir."""
 
 from __future__ import annotations
 
@@ -6,23 +6,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from tests._postgres import fresh_schema
 from tests.api._gateway import Gateway, make_config, running_gateway
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    """A fresh database for the decision log: a SQLite file, or a PostgreSQL schema of its own, dropped
-    afterwards."""
-    if request.param == "sqlite":
-        eng = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/audit.db")
-        yield eng
-        await eng.dispose()
-        return
-    async with fresh_schema("audit") as (admin, schema):
-        yield admin.execution_options(schema_translate_map={None: schema})
 
 
 @pytest.fixture

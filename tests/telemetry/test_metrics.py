@@ -13,6 +13,7 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from gateway.agent import outbox
 from gateway.app import bootstrap_admin, create_app, open_services
 from gateway.config import from_mapping
 from gateway.telemetry import configure
@@ -43,7 +44,7 @@ async def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
     try:
         admin_key = await bootstrap_admin(services.store, announce=False) or ""
         app = create_app(config, services=services, telemetry=telemetry)
-        await telemetry.start(services)
+        await telemetry.start(services, lambda: outbox.backlog(services))
         async with _client(app, admin_key) as admin:
             root = (await admin.post("/v1/memories", json={"name": "Company"})).json()["id"]
             vendor = (await admin.post("/v1/memories", json={"name": "Acme at mem0", "provider": "m0",

@@ -9,10 +9,10 @@ import httpx
 import jsonschema
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from gateway.api.health import DOCUMENTED, Readiness
 from gateway.api.openapi import build as build_openapi
 from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, endpoints, open_services
 from gateway.config import from_mapping
-from gateway.ops.health import DOCUMENTED, Readiness
 from tests.e2e._process import free_port
 
 

@@ -1,0 +1,258 @@
+# ruff: noqa: S608 - statements here are assembled only from this module's own fragments and the schema
+# name checked by `_schema.identifier`; every value from a caller (ids, words, filters, instants) is bound.
+"""The statements the PostgreSQL provider runs: fixed ones over its table, the scope and filters of a
+read, and recall's ranked lists with PostgreSQL's own text search.
+
+Pure: `Statements(schema, text_config)` builds strings; adapters/postgres/provider.py runs them through
+SQLAlchemy's `text()` with named parameters. Ranking is `ts_rank` of one version's own tsvector against
+the question, so a record's score depends on nothing but that record: no statistics across the table,
+and so none across memories.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from adapters.base import Condition, ProviderRejected, Signal
+from adapters.postgres._schema import COLUMNS
+from adapters.version_rows import parse_instant, to_json
+
+# Letters and digits, the tokens of the SQLite provider's unicode61 tokenizer: everything else is a
+# separator on both providers, so "2026-10-09" is three words here too (PostgreSQL's own parser would
+# read "-10" as a signed number, and hyphenated or dotted runs as one token beside their parts).
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words_only(text: str) -> str:
+    """`text` as its words, space-separated and without diacritics (as unicode61's remove_diacritics
+    reads them: "Zürich" is "Zurich"): what goes into a tsvector and a tsquery."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(folded))
+
+
+TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
+_RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_SELECT = ", ".join(f"v.{c}" for c in COLUMNS)
+_INSERTED = tuple(c for c in COLUMNS if c != "seq")
+
+
+def scope(as_of: str | None, include: str) -> str:
+    """The versions a read sees: the current one of each record, or the one current at `as_of`."""
+    if include not in ("active", "all"):
+        raise ProviderRejected(f"include must be active or all, not {include!r}")
+    if as_of is None:
+        clause = "v.invalidated_at IS NULL"
+    else:
+        clause = "v.written_at <= :as_of AND (v.invalidated_at IS NULL OR v.invalidated_at > :as_of)"
+    return clause + (" AND v.forgets = 0" if include == "active" else "")
+
+
+def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
+    """One filter as SQL over alias `v`, with its parameters named after `name`. Attributes are compared
+    as jsonb, so a number equals a number and a string a string, as the SQLite provider compares them."""
+    params: dict[str, Any] = {}
+    if cond.field == "type":
+        return _compare("v.type", cond, name, params, kind="text")
+    if cond.field.startswith("time."):
+        field = cond.field.removeprefix("time.")
+        if field not in TIME_FIELDS:
+            raise ProviderRejected(f"cannot filter on {cond.field!r}: time fields are {', '.join(TIME_FIELDS)}")
+        column = f"v.{field}"
+        if field == "invalidated_at" and as_of_given:
+            # Compare with what the read shows: a version closed after `as_of` was open then.
+            column = "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)"
+        return _compare(column, cond, name, params, kind="time")
+    if cond.field.startswith("attributes."):
+        key = cond.field.removeprefix("attributes.")
+        if not key:
+            raise ProviderRejected(f"cannot filter on {cond.field!r}")
+        params[f"{name}_key"] = key
+        # JSON null reads as absent, as SQLite's json_extract reads it.
+        column = f"NULLIF(CAST(v.attributes AS jsonb) -> CAST(:{name}_key AS text), 'null'::jsonb)"
+        return _compare(column, cond, name, params, kind="json")
+    raise ProviderRejected(f"cannot filter on {cond.field!r}: fields are type, attributes.*, time.*")
+
+
+def _compare(
+    column: str, cond: Condition, name: str, params: dict[str, Any], *, kind: str
+) -> tuple[str, dict[str, Any]]:
+    value, op, p = cond.value, cond.op, f":{name}"
+    operand = f"CAST(CAST({p} AS text) AS jsonb)" if kind == "json" else p
+    if op == "in":
+        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            raise ProviderRejected(f"{cond.field} in: expected a list of values")
+        values = [_operand(v, kind, cond.field) for v in value]
+        if kind == "json":
+            params[name] = to_json([json.loads(v) for v in values], "filter value")
+            return f"{column} IN (SELECT jsonb_array_elements(CAST(CAST({p} AS text) AS jsonb)))", params
+        params[name] = values
+        return f"{column} = ANY(CAST({p} AS text[]))", params
+    if op in ("eq", "ne"):
+        if value is None:
+            return f"{column} IS {'NOT ' if op == 'ne' else ''}NULL", params
+        params[name] = _operand(value, kind, cond.field)
+        # IS DISTINCT FROM rather than !=: a record without the attribute is not equal to the value.
+        return f"{column} {'=' if op == 'eq' else 'IS DISTINCT FROM'} {operand}", params
+    if op in _RANGE_SQL:
+        if value is None or isinstance(value, bool):
+            raise ProviderRejected(f"{cond.field} {op}: expected a number, a string or an instant")
+        params[name] = _operand(value, kind, cond.field)
+        if kind != "json":
+            return f"{column} {_RANGE_SQL[op]} {p}", params
+        # jsonb orders across kinds (every string before every number); a range on numbers matches numbers.
+        if isinstance(value, int | float):
+            return f"(jsonb_typeof({column}) = 'number' AND {column} {_RANGE_SQL[op]} {operand})", params
+        # jsonb compares strings in the database's collation; byte order is what SQLite compares by.
+        params[name] = value
+        return (f"(jsonb_typeof({column}) = 'string' AND ({column} #>> '{{}}') COLLATE \"C\" {_RANGE_SQL[op]}"
+                f" CAST({p} AS text))"), params
+    raise ProviderRejected(f"unknown filter op {op!r}")
+
+
+def _operand(value: Any, kind: str, field: str) -> Any:
+    if kind == "time":
+        return parse_instant(value, field)
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ProviderRejected(f"{field}: expected a string")
+        return value
+    if value is not None and not isinstance(value, str | int | float):
+        raise ProviderRejected(f"{field}: can compare only strings, numbers and booleans")
+    return to_json(value, "filter value")
+
+
+class Statements:
+    """Every statement of one provider, over `"<schema>".versions`, searching with `text_config`."""
+
+    def __init__(self, schema: str, text_config: str) -> None:
+        self.table = t = f'"{schema}".versions'
+        self.config = cfg = f"'{text_config}'::regconfig"
+        self.insert = (
+            f"INSERT INTO {t} ({', '.join(_INSERTED)}, words) VALUES ({', '.join(':' + c for c in _INSERTED)},"
+            f" setweight(to_tsvector({cfg}, :search_title), 'A') || setweight(to_tsvector({cfg}, :search_body), 'B'))"
+        )
+        self.close = f"UPDATE {t} SET invalidated_at = :at WHERE record_id = :record AND version = :version"
+        self.current = (
+            f"SELECT {_SELECT} FROM {t} v"
+            " WHERE v.memory_id = :memory AND v.record_id = :record AND v.invalidated_at IS NULL"
+        )
+        self.history = (
+            f"SELECT {_SELECT} FROM {t} v WHERE v.memory_id = :memory AND v.record_id = :record ORDER BY v.version"
+        )
+        self.written_by_write = f"SELECT {_SELECT} FROM {t} v WHERE v.memory_id = :memory AND v.write_id = :write"
+        self.erase = (
+            f"DELETE FROM {t} WHERE memory_id = :memory AND record_id = ANY(CAST(:ids AS text[])) RETURNING record_id"
+        )
+        self.drop = f"DELETE FROM {t} WHERE memory_id = :memory"
+        self.versions = (
+            f"SELECT {_SELECT} FROM {t} v WHERE v.memory_id = :memory AND v.record_id = ANY(CAST(:ids AS text[]))"
+        )
+        self.count = (
+            f"SELECT v.memory_id, count(*) AS n FROM {t} v"
+            f" WHERE v.memory_id = ANY(CAST(:memories AS text[])) AND {scope(None, 'active')} GROUP BY v.memory_id"
+        )
+
+    def get(self, as_of: str | None) -> str:
+        return (
+            f"SELECT {_SELECT} FROM {self.table} v"
+            f" WHERE v.memory_id = :memory AND v.record_id = :record AND {scope(as_of, 'all')}"
+        )
+
+    def list(self, as_of: str | None, include: str, *, types: bool, after: bool) -> str:
+        where = f"v.memory_id = :memory AND {scope(as_of, include)}"
+        if types:
+            where += " AND v.type = ANY(CAST(:types AS text[]))"
+        if after:
+            where += " AND (v.written_at < :after_at OR (v.written_at = :after_at AND v.record_id < :after_id))"
+        return (
+            f"SELECT {_SELECT} FROM {self.table} v WHERE {where}"
+            " ORDER BY v.written_at DESC, v.record_id DESC LIMIT :n"
+        )
+
+    def recall(
+        self,
+        memory_ids: Sequence[str],
+        signals: Sequence[Signal],
+        *,
+        query: str | None,
+        text: str | None,
+        filters: Sequence[Condition],
+        types: Sequence[str],
+        as_of: str | None,
+        include: str,
+        depth: int,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """One statement over every memory asked: each signal's ranked list (at most `depth` long), as
+        rows (version columns, signal, place). None when no signal was asked with something to match."""
+        params: dict[str, Any] = {"memories": list(memory_ids), "depth": depth}
+        where = "v.memory_id = ANY(CAST(:memories AS text[])) AND " + scope(as_of, include)
+        if as_of is not None:
+            params["as_of"] = as_of
+        if types:
+            where += " AND v.type = ANY(CAST(:types AS text[]))"
+            params["types"] = list(types)
+        # NOT MATERIALIZED: each list folds the candidates into its own scan, so `words @@ q` can use the
+        # GIN index with the memory condition instead of reading every version of the memories asked.
+        cand = f"SELECT v.seq, v.written_at, v.record_id, v.words FROM {self.table} v WHERE {where}"
+        ctes = [f"cand AS NOT MATERIALIZED ({cand})"]
+        lists: list[str] = []
+
+        for signal, tsquery in (("query", self._any_word(query, params)), ("text", self._every_word(text, params))):
+            if signal not in signals or tsquery is None:
+                continue
+            ctes.append(
+                f"sig_{signal} AS (SELECT seq, '{signal}' AS signal,"
+                " row_number() OVER (ORDER BY score DESC, written_at DESC, record_id DESC) AS place"
+                f" FROM (SELECT c.seq, c.written_at, c.record_id, ts_rank(c.words, q.q) AS score"
+                f" FROM cand c, (SELECT {tsquery} AS q) q WHERE c.words @@ q.q) ranked"
+                " ORDER BY place LIMIT :depth)"
+            )
+            lists.append(f"sig_{signal}")
+
+        if "filters" in signals and filters:
+            clauses = []
+            for i, cond in enumerate(filters):
+                clause, cond_params = condition(cond, f"f{i}", as_of is not None)
+                clauses.append(clause)
+                params.update(cond_params)
+            ctes.append(
+                "sig_filters AS (SELECT v.seq, 'filters' AS signal,"
+                " row_number() OVER (ORDER BY v.written_at DESC, v.record_id DESC) AS place"
+                f" FROM {self.table} v JOIN cand c ON c.seq = v.seq WHERE {' AND '.join(clauses)}"
+                " ORDER BY place LIMIT :depth)"
+            )
+            lists.append("sig_filters")
+
+        if not lists:
+            return None
+        ranked = " UNION ALL ".join(f"SELECT seq, signal, place FROM {name}" for name in lists)
+        statement = (
+            f"WITH {', '.join(ctes)} SELECT {_SELECT}, s.signal, s.place"
+            f" FROM ({ranked}) s JOIN {self.table} v ON v.seq = s.seq"
+        )
+        return statement, params
+
+    def _any_word(self, question: str | None, params: dict[str, Any]) -> str | None:
+        """Meaning, emulated by words: any word of the question, stop words dropped by the configuration
+        (each word parsed on its own by plainto_tsquery, so nothing in it is tsquery syntax), OR'd."""
+        tokens = words_only(question or "").split()
+        if not tokens:
+            return None
+        params["query_words"] = list(dict.fromkeys(tokens))
+        return (
+            "(SELECT coalesce(CAST(string_agg(w.q::text, ' | ') FILTER (WHERE w.q::text <> '') AS tsquery),"
+            " ''::tsquery) FROM unnest(CAST(:query_words AS text[])) AS u(word),"
+            f" LATERAL plainto_tsquery({self.config}, u.word) AS w(q))"
+        )
+
+    def _every_word(self, text: str | None, params: dict[str, Any]) -> str | None:
+        """Words: every word of `text` must occur (plainto_tsquery ANDs them)."""
+        joined = words_only(text or "")
+        if not joined:
+            return None
+        params["text_words"] = joined
+        return f"plainto_tsquery({self.config}, :text_words)"
