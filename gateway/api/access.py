@@ -15,6 +15,7 @@ from pydantic import Field
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import PRINCIPAL_PATTERN, Strict
+from gateway.api.responses_admin import AccessOut
 from gateway.errors import invalid
 from gateway.state.store import StateStore
 from policies import access, reach
@@ -93,5 +94,5 @@ async def explain_access(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("GET", "/v1/memories/{memory_id}/access", explain_access,
              "Why: a principal's effective privileges on this memory and their derivation.", "access.explain",
-             query=AccessQuery, tags=("grants",)),
+             query=AccessQuery, response=AccessOut, tags=("grants",)),
 ]

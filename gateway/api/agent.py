@@ -31,6 +31,7 @@ from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import record_json, written_json
+from gateway.api.responses_agent import JobOut, ObservationOut, PrimeOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.state import harness_schema as h
@@ -280,9 +281,10 @@ async def _still_deriving(services: Any, node: MemoryNode, record_ids: Sequence[
 M = "/v1/memories/{memory_id}"
 ENDPOINTS = [
     Endpoint("GET", M + "/prime", prime, "The memory's standing records as fenced instructions, within a "
-             "token budget.", "memories.prime", query=PrimeQuery, tags=("agent",)),
+             "token budget.", "memories.prime", query=PrimeQuery, response=PrimeOut, tags=("agent",)),
     Endpoint("POST", M + "/observe", observe, "observe: append episodes; the provider decides what to derive.",
-             "memories.observe", body=Observe, status=201, also=(202,), write=True, tags=("agent",)),
+             "memories.observe", body=Observe, status=201, also=(202,), write=True,
+             response=ObservationOut, tags=("agent",)),
     Endpoint("GET", M + "/jobs/{job_id}", get_job, "What an observe that answered 202 has written since.",
-             "memories.job", tags=("agent",)),
+             "memories.job", response=JobOut, tags=("agent",)),
 ]

@@ -14,6 +14,7 @@ from pydantic import Field
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin
 from gateway.api.models import Strict
+from gateway.api.responses_admin import AuditList, VerificationOut
 from gateway.audit import AuditQuery
 from gateway.audit.query import InvalidCursor
 from gateway.errors import ApiError
@@ -90,8 +91,9 @@ async def verify_log(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("GET", "/v1/audit", read_log,
              "The decision log, filtered and paginated (admins; holders of delete for their subtree).",
-             "audit.read", query=AuditFilters, invalid_code="memfed_invalid_request", tags=("audit",)),
+             "audit.read", query=AuditFilters, invalid_code="memfed_invalid_request",
+             response=AuditList, tags=("audit",)),
     Endpoint("GET", "/v1/audit/verify", verify_log,
              "Check the hash chain: any edited, deleted, inserted or reordered entry and where it breaks.",
-             "audit.verify", tags=("audit",)),
+             "audit.verify", response=VerificationOut, tags=("audit",)),
 ]

@@ -33,6 +33,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Page, Strict
 from gateway.api.records import now
+from gateway.api.responses_agent import ChangeList, RunList, RunOut
 from gateway.clock import now_ms, rfc3339_or_none
 from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
@@ -360,13 +361,13 @@ async def revert(call: Call) -> dict[str, Any]:
 M = "/v1/memories/{memory_id}/consolidations"
 ENDPOINTS = [
     Endpoint("POST", M, start, "Start a consolidation run now; a budget is optional.", "consolidations.start",
-             body=StartRun, status=201, write=True, tags=("consolidations",)),
+             body=StartRun, status=201, write=True, response=RunOut, tags=("consolidations",)),
     Endpoint("GET", M, list_runs, "The memory's consolidation runs, newest first.", "consolidations.list",
-             query=Page, tags=("consolidations",)),
+             query=Page, response=RunList, tags=("consolidations",)),
     Endpoint("GET", M + "/{run_id}", get_run, "One consolidation run.", "consolidations.get",
-             tags=("consolidations",)),
+             response=RunOut, tags=("consolidations",)),
     Endpoint("GET", M + "/{run_id}/changes", list_changes, "The records the run wrote, superseded or forgot.",
-             "consolidations.changes", query=Page, tags=("consolidations",)),
+             "consolidations.changes", query=Page, response=ChangeList, tags=("consolidations",)),
     Endpoint("POST", M + "/{run_id}/revert", revert, "Undo a run by appending; history keeps both.",
-             "consolidations.revert", status=201, write=True, tags=("consolidations",)),
+             "consolidations.revert", status=201, write=True, response=RunOut, tags=("consolidations",)),
 ]

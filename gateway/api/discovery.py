@@ -6,6 +6,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.responses_admin import DiscoveryOut, ProviderList
 from gateway.api.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 
 
@@ -38,8 +39,9 @@ async def openapi(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("GET", "/v1/uhp", discovery, "What this server speaks (no authentication).", "discovery",
-             public=True, tags=("discovery",)),
+             public=True, response=DiscoveryOut, tags=("discovery",)),
     Endpoint("GET", "/v1/memories/providers", providers,
-             "Each provider's capability document and breaker state.", "providers.list", tags=("discovery",)),
+             "Each provider's capability document and breaker state.", "providers.list",
+             response=ProviderList, tags=("discovery",)),
     Endpoint("GET", "/openapi.json", openapi, "This document.", "openapi", public=True, tags=("discovery",)),
 ]

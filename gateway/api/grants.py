@@ -8,7 +8,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, tree_change
 from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
-from gateway.api.responses import GrantList, GrantOut
+from gateway.api.responses import GrantDeleted, GrantList, GrantOut
 from gateway.errors import ApiError, invalid
 from policies import access
 from policies.access import Grant
@@ -72,5 +72,5 @@ ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/grants", create_grant, "Grant a principal privileges.",
              "grants.create", body=CreateGrant, response=GrantOut, status=201, write=True, tags=("grants",)),
     Endpoint("DELETE", "/v1/memories/{memory_id}/grants/{grant_id}", delete_grant, "Revoke one grant.",
-             "grants.delete", write=True, tags=("grants",)),
+             "grants.delete", write=True, response=GrantDeleted, tags=("grants",)),
 ]

@@ -22,6 +22,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Graph
 from gateway.api.render import record_json
+from gateway.api.responses import GraphOut
 from gateway.errors import ApiError, record_not_found
 from gateway.state.tree import MemoryNode
 from policies import access
@@ -195,5 +196,6 @@ async def graph(call: Call) -> dict[str, Any]:
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/graph", graph,
-             "graph: records as nodes and references as edges.", "graph", body=Graph, tags=("recall",)),
+             "graph: records as nodes and references as edges.", "graph", body=Graph,
+             response=GraphOut, tags=("recall",)),
 ]

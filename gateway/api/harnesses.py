@@ -25,6 +25,7 @@ from gateway.api.guard import require_admin
 from gateway.api.records import now, parts_from, writer_for
 from gateway.api.render import page_json
 from gateway.api.responses import HarnessList, HarnessOut
+from gateway.api.responses_agent import HarnessMemoriesOut, HarnessPrimeOut, TurnOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid
 from gateway.ids import new_id
@@ -239,13 +240,14 @@ ENDPOINTS = [
              "harnesses.delete", response=HarnessOut, write=True, tags=("harnesses",)),
     Endpoint("GET", H + "/{harness_id}/memories", get_memories, "The agent's principal, the memories it was "
              "granted with its privileges on each, and the two settings.", "harnesses.memories.get",
-             tags=("harnesses",)),
+             response=HarnessMemoriesOut, tags=("harnesses",)),
     Endpoint("PUT", H + "/{harness_id}/memories", put_memories, "Set default_memory_id and observe.",
-             "harnesses.memories.put", body=HarnessSettings, write=True, tags=("harnesses",)),
+             "harnesses.memories.put", body=HarnessSettings, write=True,
+             response=HarnessMemoriesOut, tags=("harnesses",)),
     Endpoint("GET", H + "/{harness_id}/prime", harness_prime, "Prime: the standing records of every memory the "
              "agent was granted, as fenced instructions within a token budget.", "harnesses.prime",
-             query=PrimeQuery, tags=("harnesses",)),
+             query=PrimeQuery, response=HarnessPrimeOut, tags=("harnesses",)),
     Endpoint("POST", H + "/{harness_id}/turns", record_turn, "Record a finished turn in the default memory "
              "(when observe is on).", "harnesses.turn", body=Turn, status=201, also=(200, 202), write=True,
-             tags=("harnesses",)),
+             response=TurnOut, tags=("harnesses",)),
 ]

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
+from gateway.api.responses_admin import LiveOut, ReadyOut
 from gateway.errors import ApiError
 
 Phase = Literal["loading", "ready", "draining"]
@@ -97,7 +98,8 @@ class ReadinessGate:
         path, phase = scope["path"], self.readiness.phase
         if path in ("/healthz", "/readyz"):
             if scope["method"] not in ("GET", "HEAD"):
-                answer = ApiError(405, "memfed_method_not_allowed", "This route takes GET.").response()
+                answer = ApiError(405, "memfed_method_not_allowed", "This route takes GET.",
+                                  headers={"Allow": "GET, HEAD"}).response()
             elif path == "/healthz":
                 answer = JSONAnswer({"status": "ok"})
             else:
@@ -126,8 +128,8 @@ async def _answered_by_the_gate(call: Call) -> dict[str, Any]:
 # Declared for the OpenAPI document only: ReadinessGate answers both paths before any route is reached.
 DOCUMENTED = [
     Endpoint("GET", "/healthz", _answered_by_the_gate, "The process answers: always 200 while it runs "
-             "(no authentication).", "health.live", public=True, tags=("operations",)),
+             "(no authentication).", "health.live", public=True, response=LiveOut, tags=("operations",)),
     Endpoint("GET", "/readyz", _answered_by_the_gate, "Ready to serve: 200, or 503 while loading, draining or "
              "when a check fails; each check's state and each provider's breaker (no authentication).",
-             "health.ready", public=True, tags=("operations",)),
+             "health.ready", public=True, response=ReadyOut, also=(503,), tags=("operations",)),
 ]

@@ -12,7 +12,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin, require_visible, tree_change
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
-from gateway.api.responses import MemoryList, MemoryOut
+from gateway.api.responses import MemoryDeleted, MemoryList, MemoryOut
 from gateway.errors import ApiError, invalid, memory_not_found, unsupported
 from gateway.limits import cursor_number
 from gateway.state.tree import MemoryNode
@@ -184,5 +184,5 @@ ENDPOINTS = [
              "memories.update", body=UpdateMemory, response=MemoryOut, write=True, tags=("memories",)),
     Endpoint("DELETE", "/v1/memories/{memory_id}", delete_memory,
              "Delete a memory, its records and its descendants.", "memories.delete", write=True,
-             tags=("memories",)),
+             response=MemoryDeleted, tags=("memories",)),
 ]

@@ -19,6 +19,7 @@ from gateway.api._calls import provider_failure
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
+from gateway.api.responses_admin import ImportOut, MigrationOut, MigrationProgressOut
 from gateway.errors import ApiError
 from gateway.migration import jobs as migration
 from gateway.migration import progress
@@ -139,12 +140,12 @@ P = "/v1/memories/{memory_id}"
 ENDPOINTS = [
     Endpoint("POST", P + "/migrate", migrate,
              "Move every record to another provider, then switch the binding; old record ids keep resolving "
-             "(admins).", "memories.migrate", body=Migrate, write=True, tags=("migration",)),
+             "(admins).", "memories.migrate", body=Migrate, write=True, response=MigrationOut, tags=("migration",)),
     Endpoint("GET", P + "/migrate", migrate_progress,
              "How far the last migration of this memory started on this gateway has got (admins).",
-             "memories.migrate_progress", tags=("migration",)),
+             "memories.migrate_progress", response=MigrationProgressOut, tags=("migration",)),
     Endpoint("GET", P + "/export", export, "Every record with all its versions, as NDJSON (admins).",
              "memories.export", media=MEDIA_TYPE, tags=("migration",)),
     Endpoint("POST", P + "/import", import_, "Write records from NDJSON, each with all its versions (admins).",
-             "memories.import", write=True, raw_body=MEDIA_TYPE, tags=("migration",)),
+             "memories.import", write=True, raw_body=MEDIA_TYPE, response=ImportOut, tags=("migration",)),
 ]

@@ -128,7 +128,8 @@ def build(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
                  "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
         responses: dict[str, Any] = {str(status): _success(endpoint, components)
                                      for status in (endpoint.status, *endpoint.also)}
-        responses.update({str(status): error for status in _errors(endpoint)})
+        # A status a route declares as its own answer keeps that schema (/readyz: 503 is the readiness body).
+        responses.update({str(status): error for status in _errors(endpoint) if str(status) not in responses})
         operation: dict[str, Any] = {
             "operationId": endpoint.operation,
             "summary": endpoint.summary,

@@ -37,6 +37,7 @@ from gateway.api.query_models import (
     validate_params,
 )
 from gateway.api.render import page_json, place_json, record_json
+from gateway.api.responses_agent import QueryDeleted, QueryList, QueryOut, QueryResultOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
@@ -236,13 +237,13 @@ async def free_query(call: Call) -> dict[str, Any]:
 M = "/v1/memories/{memory_id}"
 ENDPOINTS = [
     Endpoint("GET", M + "/queries", list_queries, "The named queries of this memory, with their parameters.",
-             "queries.list", tags=("queries",)),
+             "queries.list", response=QueryList, tags=("queries",)),
     Endpoint("PUT", M + "/queries/{name}", define_query, "Define or replace a named query; needs write.",
-             "queries.define", body=DefineQuery, also=(201,), write=True, tags=("queries",)),
+             "queries.define", body=DefineQuery, also=(201,), write=True, response=QueryOut, tags=("queries",)),
     Endpoint("POST", M + "/queries/{name}", run_query, "Run a named query with params.", "queries.run",
-             body=RunQuery, tags=("queries",)),
+             body=RunQuery, response=QueryResultOut, tags=("queries",)),
     Endpoint("DELETE", M + "/queries/{name}", delete_query, "Delete a named query; needs write.",
-             "queries.delete", write=True, tags=("queries",)),
+             "queries.delete", write=True, response=QueryDeleted, tags=("queries",)),
     Endpoint("POST", M + "/query", free_query, "Run a free query in the provider's language, confined to "
-             "this memory.", "queries.free", body=FreeQuery, tags=("queries",)),
+             "this memory.", "queries.free", body=FreeQuery, response=QueryResultOut, tags=("queries",)),
 ]

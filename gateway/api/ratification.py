@@ -18,6 +18,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Strict
 from gateway.api.records import render
+from gateway.api.responses import RatificationOut
 from gateway.errors import unsupported
 
 
@@ -66,5 +67,5 @@ async def ratify(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/records/{record_id}/ratification", ratify,
              "Approve a draft into a record, or reject (discard) it; needs write, where the provider keeps drafts.",
-             "records.ratify", body=Ratify, write=True, tags=("records",)),
+             "records.ratify", body=Ratify, write=True, response=RatificationOut, tags=("records",)),
 ]

@@ -32,7 +32,7 @@ from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references, written_json
-from gateway.api.responses import ErasureOut, RecordList, RecordOut
+from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
 from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
@@ -272,15 +272,15 @@ async def content_bytes(call: Call) -> Response:
 P = "/v1/memories/{memory_id}/records"
 ENDPOINTS = [
     Endpoint("POST", P, remember, "remember: write one record as stated.", "records.remember", body=Remember,
-             status=201, write=True, tags=("records",)),
+             status=201, write=True, response=WrittenOut, tags=("records",)),
     Endpoint("GET", P, list_records, "List the records, paginated.", "records.list", query=ListRecords,
              response=RecordList, tags=("records",)),
     Endpoint("GET", P + "/{record_id}", get_record, "One record.", "records.get", query=GetRecord,
              response=RecordOut, tags=("records",)),
     Endpoint("PATCH", P + "/{record_id}", revise, "revise: write a new version.", "records.revise", body=Revise,
-             write=True, tags=("records",)),
+             write=True, response=WrittenOut, tags=("records",)),
     Endpoint("DELETE", P + "/{record_id}", forget, "forget: close the record and keep its trace.",
-             "records.forget", write=True, tags=("records",)),
+             "records.forget", write=True, response=WrittenOut, tags=("records",)),
     Endpoint("GET", P + "/{record_id}/history", history, "Every version of a record, oldest first.",
              "records.history", response=RecordList, tags=("records",)),
     Endpoint("GET", P + "/{record_id}/content/{index}", content_bytes, "The bytes of one file part.",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 
 class Open(BaseModel):
@@ -124,7 +124,7 @@ class PlaceRef(Open):
 class HitOut(Open):
     record: RecordOut
     memory: PlaceRef
-    score: float
+    score: float | None  # null where no ranking produced the hit (a named or free query's records)
     why: list[Any]
 
 
@@ -238,3 +238,74 @@ class HarnessList(Open):
     object: Literal["list"]
     data: list[HarnessOut]
     next: str | None
+
+
+class AcknowledgementOut(Open):
+    """A write's answer to a caller that may write but not read: which record, never what it says."""
+
+    object: Literal["memory.record.acknowledgement"]
+    id: str
+    memory_id: str
+    version: int = Field(ge=1)
+    status: Literal["active", "superseded", "forgotten"]
+
+
+class WrittenOut(RootModel[RecordOut | AcknowledgementOut]):
+    """remember, revise, forget: the record (render.written_json), or its acknowledgement."""
+
+
+class MemoryDeleted(Open):
+    id: str
+    object: Literal["memory"]
+    deleted: Literal[True]
+    memories_deleted: int = Field(ge=0)
+    unseen_memories_deleted: bool
+
+
+class GrantDeleted(GrantOut):
+    deleted: Literal[True]
+
+
+class GraphNode(Open):
+    record: RecordOut
+    memory: PlaceRef
+
+
+class EdgeEnd(Open):
+    record_id: str
+    memory_id: str | None = None
+
+
+class GraphEdge(Open):
+    """An edge to a memory the reader may not read names no memory and no `rel` (api/graph.py)."""
+
+    from_: EdgeEnd = Field(alias="from")
+    to: EdgeEnd
+    available: bool
+    rel: str | None = None
+
+
+class GraphOut(Open):
+    object: Literal["memory.graph"]
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    truncated: bool
+    degraded: list[str]
+
+
+class RatificationOut(Open):
+    object: Literal["memory.ratification"]
+    memory_id: str
+    record_id: str
+    decision: Literal["approve", "reject"]
+    record: RecordOut | None
+
+
+class OperationOut(Open):
+    object: Literal["memory.operation"]
+    operation: str
+    memory_id: str
+    record_id: str
+    type: str
+    result: dict[str, Any]
+    record: RecordOut | AcknowledgementOut | None

@@ -27,6 +27,8 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_visible
 from gateway.api.models import Strict
 from gateway.api.records import now, render_written, writer_for
+from gateway.api.responses import OperationOut
+from gateway.api.responses_admin import TypeList
 from gateway.errors import ApiError, invalid, unsupported
 
 log = logging.getLogger("memfed.api.types")
@@ -148,8 +150,8 @@ async def operate(call: Call) -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("GET", "/v1/memories/types", list_types,
              "The core types and every type a configured provider registers, with schemas and operations.",
-             "types.list", tags=("types",)),
+             "types.list", response=TypeList, tags=("types",)),
     Endpoint("POST", "/v1/memories/{memory_id}/records/{record_id}/operations/{name}", operate,
              "Run an operation of the record's type; needs the privilege the operation requires.",
-             "records.operate", body=Operate, write=True, tags=("types",)),
+             "records.operate", body=Operate, write=True, response=OperationOut, tags=("types",)),
 ]

@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import jsonschema
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from gateway.api.health import Readiness
-from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, open_services
+from gateway.api.health import DOCUMENTED, Readiness
+from gateway.api.openapi import build as build_openapi
+from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, endpoints, open_services
 from gateway.config import from_mapping
 from tests.e2e._process import free_port
 
@@ -119,3 +121,27 @@ async def test_an_open_breaker_is_shown_but_leaves_the_gateway_ready(tmp_path: P
         await services.close()
     assert answer.status_code == 200, answer.text
     assert answer.json()["checks"]["providers"] == {"local": "open"}
+
+
+async def test_a_method_the_probes_do_not_take_is_405_naming_the_ones_they_do(tmp_path: Path) -> None:
+    """TRACE or POST on /healthz or /readyz is 405 in the envelope with `Allow: GET, HEAD` (RFC 9110), even
+    before the services are in: the readiness gate answers these paths itself."""
+    app = create_app(from_mapping({}).with_overrides(data_dir=tmp_path / "data"), readiness=Readiness())
+    async with _client(app) as client:
+        for method in ("TRACE", "POST"):
+            for path in ("/healthz", "/readyz"):
+                answer = await client.request(method, path)
+                assert answer.status_code == 405, (method, path)
+                assert answer.headers.get("allow") == "GET, HEAD", (method, path)
+                assert answer.json()["error"]["code"] == "memfed_method_not_allowed"
+
+
+async def test_a_not_ready_answer_matches_the_readiness_schema_the_document_gives_503(tmp_path: Path) -> None:
+    """/readyz while loading is 503 with the readiness body, not the error envelope: the document says so."""
+    document = build_openapi([*endpoints(), *DOCUMENTED])
+    schema = document["paths"]["/readyz"]["get"]["responses"]["503"]["content"]["application/json"]["schema"]
+    app = create_app(from_mapping({}).with_overrides(data_dir=tmp_path / "data"), readiness=Readiness())
+    async with _client(app) as client:
+        loading = await client.get("/readyz")
+    assert loading.status_code == 503
+    jsonschema.validate(loading.json(), {**schema, "components": document["components"]})

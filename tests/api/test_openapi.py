@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 import pytest
 
 from gateway.api.openapi import build
 from gateway.app import endpoints
-from tests.api.conftest import Gateway
+from tests.adapters.fake_plugin import plugin_options
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 DOCUMENT = build(endpoints())
 
@@ -147,3 +151,163 @@ async def test_answers_match_their_described_schemas(gateway: Gateway) -> None:
         jsonschema.validate(answer.json(), _answer_schema(method, path, status))
     recall = next(a for m, p, a in checks if p.endswith("/recall")).json()
     assert recall["results"] and recall["children"]  # the schema was checked on a non-empty answer
+
+
+@pytest.mark.parametrize("endpoint", [e for e in endpoints()
+                                      if e.media == "application/json" and e.path != "/openapi.json"],
+                         ids=lambda e: e.operation)
+def test_every_json_answer_is_described_by_a_model(endpoint: Any) -> None:
+    """No success response is a bare `{"type": "object"}`: each JSON route declares the model of its answer
+    (for every success status it answers), so a client and the fuzzer know what comes back."""
+    for status in (endpoint.status, *endpoint.also):
+        _answer_schema(endpoint.method, endpoint.path, str(status))
+
+
+class _DerivesLater:
+    """The embedded provider declaring background derivation: its observe answers 202 with a job."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def capabilities(self) -> Any:
+        return replace(self.inner.capabilities(), derivation="background", observe_answers="job")
+
+
+NAMED = {"description": "By type.", "params": {"type": "object", "properties": {"kind": {"type": "string"}}},
+         "requires": "read", "language": "sql", "body": "SELECT * FROM records WHERE (:kind IS NULL OR type = :kind)"}
+TASK = {"type": "x.task", "title": "Renew", "content": "Send the offer.",
+        "attributes": {"status": "open", "due": "2026-10-09", "assignee": "Dana"}}
+
+
+async def _agent_surface_answers(gw: Gateway, memory: str) -> list[tuple[str, str, str, httpx.Response]]:
+    a, m = gw.admin, f"/v1/memories/{memory}"
+    member = (await a.post("/v1/members", json={"name": "bot", "type": "agent"})).json()
+    await gw.grant(memory, f"member:{member['id']}", "read", "write")
+    harness = (await a.post("/v1/harnesses", json={"name": "h", "agent_member_id": member["id"]})).json()
+    h = f"/v1/harnesses/{harness['id']}"
+    out = [
+        ("GET", "/v1/harnesses/{harness_id}/memories", "200", await a.get(h + "/memories")),
+        ("POST", "/v1/harnesses/{harness_id}/turns", "200", await a.post(h + "/turns", json={"parts": [
+            {"type": "text", "text": "q", "role": "user"}]})),
+        ("PUT", "/v1/harnesses/{harness_id}/memories", "200",
+         await a.put(h + "/memories", json={"default_memory_id": memory, "observe": True})),
+        ("GET", "/v1/harnesses/{harness_id}/prime", "200", await a.get(h + "/prime")),
+        ("POST", "/v1/harnesses/{harness_id}/turns", "201", await a.post(h + "/turns", json={"parts": [
+            {"type": "text", "text": "q", "role": "user"}]})),
+        ("GET", "/v1/memories/{memory_id}/prime", "200", await a.get(m + "/prime")),
+        ("POST", "/v1/memories/{memory_id}/observe", "201", await a.post(m + "/observe", json={"content": "x"})),
+        ("PUT", "/v1/memories/{memory_id}/queries/{name}", "201", await a.put(m + "/queries/by", json=NAMED)),
+        ("PUT", "/v1/memories/{memory_id}/queries/{name}", "200", await a.put(m + "/queries/by", json=NAMED)),
+        ("GET", "/v1/memories/{memory_id}/queries", "200", await a.get(m + "/queries")),
+        ("POST", "/v1/memories/{memory_id}/queries/{name}", "200", await a.post(m + "/queries/by", json={})),
+        ("POST", "/v1/memories/{memory_id}/query", "200", await a.post(m + "/query", json={
+            "language": "sql", "statement": "SELECT type, count(*) AS n FROM records GROUP BY type"})),
+        ("DELETE", "/v1/memories/{memory_id}/queries/{name}", "200", await a.delete(m + "/queries/by")),
+    ]
+    run = await a.post(m + "/consolidations", json={})
+    r = f"{m}/consolidations/{run.json()['id']}"
+    out += [
+        ("POST", "/v1/memories/{memory_id}/consolidations", "201", run),
+        ("GET", "/v1/memories/{memory_id}/consolidations", "200", await a.get(m + "/consolidations")),
+        ("GET", "/v1/memories/{memory_id}/consolidations/{run_id}", "200", await a.get(r)),
+        ("GET", "/v1/memories/{memory_id}/consolidations/{run_id}/changes", "200", await a.get(r + "/changes")),
+        ("POST", "/v1/memories/{memory_id}/consolidations/{run_id}/revert", "201", await a.post(r + "/revert")),
+    ]
+    handle = gw.services.providers.get("local")
+    assert handle is not None
+    inner, handle.provider = handle.provider, _DerivesLater(handle.provider)
+    try:
+        later = await a.post(m + "/observe", json={"content": "later"})
+        job = await a.get(f"{m}/jobs/{later.json()['job']['id']}")
+    finally:
+        handle.provider = inner
+    return [*out, ("POST", "/v1/memories/{memory_id}/observe", "202", later),
+            ("GET", "/v1/memories/{memory_id}/jobs/{job_id}", "200", job)]
+
+
+async def test_every_other_answer_matches_its_described_schema(tmp_path: Path) -> None:
+    """The answers of the writes, deletes, graph, types and operations, discovery, access, audit, migration,
+    import, observe (201 and 202) and jobs, prime, harness, named and free queries and consolidation routes
+    validate against the success schemas the document gives them."""
+    async with running_gateway(make_config(tmp_path, providers={"archive": {"adapter": "local"}})) as gw:
+        a = gw.admin
+        memory = (await gw.root(description="d"))["id"]
+        below = await gw.child(a, memory, "Below")
+        m = f"/v1/memories/{memory}"
+        made = await a.post(m + "/records", json={"content": "hello"})
+        task = (await a.post(m + "/records", json=TASK)).json()
+        me = (await a.get("/v1/members/me")).json()
+        member = (await a.post("/v1/members", json={"name": "m", "type": "human"})).json()
+        grant = (await a.post(m + "/grants", json={"principal": f"member:{member['id']}", "privileges": ["read"]}))
+        one = f"{m}/records/{made.json()['id']}"
+        answers = [
+            ("POST", "/v1/memories/{memory_id}/records", "201", made),
+            ("PATCH", "/v1/memories/{memory_id}/records/{record_id}", "200",
+             await a.patch(one, json={"content": "h2"})),
+            ("GET", "/v1/uhp", "200", await a.get("/v1/uhp")),
+            ("GET", "/v1/memories/providers", "200", await a.get("/v1/memories/providers")),
+            ("GET", "/v1/memories/types", "200", await a.get("/v1/memories/types")),
+            ("POST", "/v1/memories/{memory_id}/records/{record_id}/operations/{name}", "200",
+             await a.post(f"{m}/records/{task['id']}/operations/complete", json={})),
+            ("GET", "/v1/memories/{memory_id}/access", "200",
+             await a.get(m + "/access", params={"principal": f"member:{me['id']}"})),
+            ("POST", "/v1/memories/{memory_id}/graph", "200", await a.post(m + "/graph", json={})),
+            *await _agent_surface_answers(gw, memory),
+            ("GET", "/v1/audit", "200", await a.get("/v1/audit", params={"limit": 5})),
+            ("GET", "/v1/audit/verify", "200", await a.get("/v1/audit/verify")),
+            ("DELETE", "/v1/memories/{memory_id}/grants/{grant_id}", "200",
+             await a.delete(f"{m}/grants/{grant.json()['id']}")),
+            ("DELETE", "/v1/memories/{memory_id}/records/{record_id}", "200", await a.delete(one)),
+        ]
+        exported = await a.get(m + "/export")
+        target = (await gw.root("Target"))["id"]
+        answers += [
+            ("POST", "/v1/memories/{memory_id}/import", "200", await a.post(
+                f"/v1/memories/{target}/import", content=exported.content,
+                headers={"Content-Type": "application/x-ndjson"})),
+            ("POST", "/v1/memories/{memory_id}/migrate", "200", await a.post(m + "/migrate", json={"to": "archive"})),
+            ("GET", "/v1/memories/{memory_id}/migrate", "200", await a.get(m + "/migrate")),
+            ("DELETE", "/v1/memories/{memory_id}", "200", await a.delete(f"/v1/memories/{below['id']}")),
+        ]
+        for method, path, status, answer in answers:
+            assert str(answer.status_code) == status, (method, path, answer.text)
+            jsonschema.validate(answer.json(), _answer_schema(method, path, status))
+        rows = next(x for _m, p, _s, x in answers if p.endswith("/query")).json()
+        assert rows["object"] == "memory.query_result" and rows["rows"]  # the rows shape was checked too
+
+
+async def test_ratification_answers_match_their_described_schema(tmp_path: Path) -> None:
+    """An approval (with the record) and a rejection (record null) of a ratifying plugin's drafts validate
+    against the ratification schema."""
+    scratch = tmp_path / "plugin"
+    scratch.mkdir()
+    config = make_config(tmp_path, providers={
+        "drafts": {"adapter": "plugin", **plugin_options(scratch, "--ratification", "--pending")}})
+    async with running_gateway(config) as gw:
+        memory = (await gw.root("Drafts", provider="drafts"))["id"]
+        decided = []
+        for decision in ("approve", "reject"):
+            made = await gw.admin.post(f"/v1/memories/{memory}/records", json={"type": "fact", "content": decision})
+            assert made.status_code == 201, made.text
+            decided.append(await gw.admin.post(f"/v1/memories/{memory}/records/{made.json()['id']}/ratification",
+                                               json={"decision": decision}))
+        schema = _answer_schema("POST", "/v1/memories/{memory_id}/records/{record_id}/ratification")
+        for answer in decided:
+            assert answer.status_code == 200, answer.text
+            jsonschema.validate(answer.json(), schema)
+        assert decided[0].json()["record"] is not None and decided[1].json()["record"] is None
+
+
+async def test_health_answers_match_their_described_schemas(gateway: Gateway) -> None:
+    """/healthz and /readyz, answered by the readiness gate before any route, are described by models in
+    the served document and their answers validate against them."""
+    served = (await gateway.admin.get("/openapi.json")).json()
+    for path in ("/healthz", "/readyz"):
+        answer = await gateway.admin.get(path)
+        assert answer.status_code == 200, answer.text
+        schema = served["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert "$ref" in schema, (path, schema)
+        jsonschema.validate(answer.json(), {**schema, "components": served["components"]})
