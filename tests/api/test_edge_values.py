@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from gateway.agent import outbox
-from tests.api.conftest import Gateway
+from tests.api._gateway import Gateway
 
 SURROGATE = '"\\ud800"'  # the JSON text of a lone surrogate: valid JSON, not Unicode text
 LATE = "9999-12-31T23:59:59-05:00"  # a year-10000 instant in UTC

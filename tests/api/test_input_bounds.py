@@ -11,7 +11,7 @@ import pytest
 
 from gateway.app import endpoints
 from gateway.limits import ATTRIBUTES_MAX_BYTES, ATTRIBUTES_MAX_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 
 CHUNK = 64 * 1024
 

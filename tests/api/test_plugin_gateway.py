@@ -16,7 +16,7 @@ import pytest
 from gateway.config import ConfigError
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.adapters.fake_plugin import plugin_options
-from tests.api.conftest import Gateway, make_config, running_gateway
+from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, migrate, seed
 
 KEY_ENV = "MEMFED_TEST_MEM0_KEY"
