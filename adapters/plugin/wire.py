@@ -177,7 +177,13 @@ class Memory:
         except grpc.aio.AioRpcError as exc:
             raise provider_error(self.name, method, exc) from exc
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the caller was cancelled (a timeout): that stays a cancellation
+            # grpc cancels a call in flight when its channel closes under it, as when the plugin died and
+            # the supervisor let the channel go: for the caller that is the plugin being unavailable.
+            cut = f"plugin provider {self.name}: {method} was cut off (the plugin went away)"
+            raise ProviderUnavailable(cut) from None
         except grpc.RpcError as exc:  # pragma: no cover - grpc.aio raises AioRpcError
             raise ProviderUnavailable(f"plugin provider {self.name}: {method} failed") from exc
         if not isinstance(answer, response):

@@ -135,7 +135,7 @@ def test_every_degraded_string_the_code_builds_follows_the_grammar() -> None:
     seen = {(path, text) for path, _, text in found}
     # The scan reaches the adapters' own entries, in a list built by hand and in a comprehension.
     assert ("adapters/mem0/_recall.py", "pool_limited") in seen
-    assert ("adapters/local/provider.py", "1:not_supported") in seen
+    assert ("adapters/plugin/_reads.py", "1:not_supported") in seen
     assert ("adapters/local/queries.py", "query:time_limit_1s") in seen
     wrong = []
     for path, line, text in found:
