@@ -55,7 +55,7 @@ from gateway.audit.store import create_audit_tables_on
 from gateway.config import Config
 from gateway.console import Console
 from gateway.errors import ApiError
-from gateway.federation.preflight import preflight
+from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
 from gateway.services import Services
 from gateway.state.files import FileStore
@@ -230,6 +230,8 @@ async def begin_serving(app: Starlette, services: Services) -> None:
     if app.state.freeze_heap:
         gc.collect()
         gc.freeze()
+    # Said once the state store answered: a start that cannot reach it says only that, in one line.
+    warn_unshared_default(services.config)
     app.state.readiness.checks["coherence"] = lambda: _caught_up(services)
     app.state.readiness.loaded(services)
 

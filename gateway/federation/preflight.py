@@ -80,7 +80,6 @@ def check_providers(config: Config) -> dict[str, str]:
     """`preflight`, then open every provider, probe it and close it, on a loop of its own (the server's
     loop is not running yet). A ConfigError from any of it stops the start."""
     preflight(config)
-    warn_unshared_default(config)
 
     async def run() -> dict[str, str]:
         providers = await Providers.open(config, httpx.AsyncClient(timeout=httpx.Timeout(10.0)))
