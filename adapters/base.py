@@ -170,6 +170,10 @@ class Capabilities:
     # The most records one memory can hold and still be listed whole (None: no such limit). A write that
     # would pass it is refused with `RecordLimit`.
     records_per_memory: int | None = None
+    # Per filter field (`type`, `attributes.<key>`, `attributes.*`, `time.*`), whether the provider judges
+    # it (native) or the adapter does on what the provider returns (emulated); empty: the `filters` signal
+    # as a whole says it (`emulated_signals`).
+    filter_fields: tuple[tuple[str, Support], ...] = ()
 
     def document(self, provider_id: str) -> dict[str, Any]:
         """The §10.2 JSON shape, with memfed's additions under `x.memfed`."""
@@ -203,6 +207,7 @@ class Capabilities:
                 "searches_many_memories": self.searches_many_memories,
                 "records_per_memory": self.records_per_memory,
                 "data_location": self.data_location,
+                **({"filters": dict(self.filter_fields)} if self.filter_fields else {}),
             },
         }
 

@@ -7,7 +7,10 @@ fused by reciprocal rank, as every provider fuses its signals.
 - What Zep can judge is asked of it: current facts only (`invalid_at`/`expired_at` is null) unless
   `include: all`; a type whose records are episodes by memfed's `memfed_type` key (v4 `metadata_filters`).
   The rest (`types` across kinds, `as_of`, v4's closing marks) is judged here on what comes back.
-- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing (emulated).
+- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing. A recall by
+  `filters` alone that lists episodes only sends v4 what it can judge of them (`_pushdown`: `type`, the
+  attribute keys named in `filter_attributes`) and says in `degraded` only what memfed judged alone;
+  the candidates' chains are then listed whole, and every condition is judged here on what came back.
 - A hit on a version that a later one closed is dropped (or, with `include: all`, read as its record's
   current version). Edges and v4 objects say so themselves; a v3 node or episode cannot, so its graph
   is listed once to know.
@@ -18,16 +21,19 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from adapters import filters as select
 from adapters.base import Condition, Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
+from adapters.zep import _pushdown
 from adapters.zep import _records as records
 from adapters.zep._http import NotFound
 from adapters.zep._reads import ZepReads, at_instant
 from adapters.zep._shapes import KINDS, DateCondition, Graph, Kind, ListFilters, SearchFilters
 
 RRF_K = 60
+CHAIN_IDS = 100  # record ids asked per chain listing
 _BY_TYPE: dict[str, Kind] = {"fact": "edge", "entity": "node"}
 
 
@@ -87,6 +93,7 @@ def listing_for(query: RecallQuery) -> tuple[tuple[Kind, ...], ListFilters]:
 
 class ZepRecall(ZepReads):
     variant: str
+    _filter_attributes: tuple[str, ...] = ()
 
     async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
         raise NotImplementedError
@@ -94,11 +101,21 @@ class ZepRecall(ZepReads):
     async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
         for cond in query.filters:
             select.check(cond)  # refused before anything is asked of Zep
-        answered = await asyncio.gather(*(self._recall_one(m, query) for m in memory_ids))
+        pushed = self.pushdown(query)
+        answered = await asyncio.gather(*(self._recall_one(m, query, pushed) for m in memory_ids))
         lists = [ranked for per_memory in answered for ranked in per_memory]
-        return RecallAnswer(hits=tuple(_fused(lists, query.limit)))
+        return RecallAnswer(hits=tuple(_fused(lists, query.limit)), degraded=pushed.degraded())
 
-    async def _recall_one(self, memory_id: str, query: RecallQuery
+    def pushdown(self, query: RecallQuery) -> _pushdown.Pushdown:
+        """What of the recall's `filters` is sent to Zep: only on v4, only for a recall by `filters` alone
+        (a searched hit is read through a whole listing, which then judges the filters without another
+        call) whose listing holds episodes only (derived edges and nodes reference every kind)."""
+        kinds, listing = listing_for(query)
+        narrowed = self.variant == "v4" and not (query.query or query.text) and kinds == ("episode",)
+        return _pushdown.plan(query.filters, self._filter_attributes, narrowed=narrowed,
+                              types_listed=bool(listing.episode_types))
+
+    async def _recall_one(self, memory_id: str, query: RecallQuery, pushed: _pushdown.Pushdown
                           ) -> builtins.list[tuple[Signal, builtins.list[Record]]]:
         graph = await self._graph(memory_id)
         if graph is None:
@@ -116,7 +133,12 @@ class ZepRecall(ZepReads):
         loaded: dict[str, builtins.list[records.Version]] | None = None
         if query.filters or query.include == "all" or query.as_of is not None or (
                 self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
-            loaded = await self._load(memory_id, *listing_for(query))
+            kinds, listing = listing_for(query)
+            if not pushed.groups:
+                loaded = await self._load(memory_id, kinds, listing)
+            else:
+                loaded = await self._load_pushed(memory_id, graph, replace(listing, metadata_groups=pushed.groups),
+                                                 chains=pushed.needs_chains)
         out: list[tuple[Signal, list[Record]]] = []
         for (signal, kind, _), items in zip(searches, found, strict=True):
             ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]
@@ -128,6 +150,28 @@ class ZepRecall(ZepReads):
             matching.sort(key=select.order_key, reverse=True)
             out.append(("filters", _kept(matching, query)))
         return out
+
+    async def _load_pushed(self, memory_id: str, graph: Graph, listing: ListFilters, *, chains: bool
+                           ) -> dict[str, builtins.list[records.Version]]:
+        """The episodes Zep admits under `listing` and, with `chains`, every version of the records among
+        them (a second listing by `memfed_record`): a version filtered out may be the one that closed a
+        matching one, or the one `as_of` shows."""
+        try:
+            found = await self._objects(graph, "episode", listing)
+            if chains:
+                ids = sorted({v.record.id for item in found if (v := self._version(item, "episode", memory_id))})
+                seen = {str(item["uuid"]) for item in found}
+                for at in range(0, len(ids), CHAIN_IDS):
+                    again = ListFilters(metadata_groups=(_pushdown.record_ids_group(ids[at:at + CHAIN_IDS]),))
+                    for item in await self._objects(graph, "episode", again):
+                        if str(item["uuid"]) not in seen:
+                            seen.add(str(item["uuid"]))
+                            found.append(item)
+        except NotFound:
+            if await self._vanished(memory_id, graph):
+                return {}
+            raise
+        return self._chains(memory_id, {"episode": found})
 
     async def _search(self, graph: Graph, kind: Kind, words: str, query: RecallQuery) -> builtins.list[dict[str, Any]]:
         call = self._dialect.search(graph, kind, words, max(query.limit, 10), filters_for(query, kind))

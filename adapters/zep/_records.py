@@ -13,6 +13,12 @@ node's attributes (both variants read those back without metadata):
     memfed_pack     the version's other fields as one JSON string (title, content, attributes, references,
                     status, writer, times, follows)
 
+and, so that Zep can filter on them (`_pushdown`), `memfed_attr_<key>` for each attribute key the provider
+names in `filter_attributes` (two at most: v4's ten metadata keys hold these six, the two a close adds,
+`memfed_closed_at` and `superseded_by`, and these), when the value is a string of at most 200 characters,
+a number or a boolean; the value stays in the pack too, which is what reads use. An object written before
+these keys existed reads the same, and a filter sent to Zep admits an object without the key.
+
 An object without them is Zep's own: an edge or node Zep derived from an episode, an episode another
 client wrote. It reads as a record written by `{kind: provider, id: zep}`, its id `hrec_` + the Zep UUID's
 hex (stable, reversible), and is never taken for a stated one.
@@ -39,7 +45,10 @@ RECORD_PREFIX = "hrec_"
 ZEP_WRITER = Writer(kind="provider", id="zep")
 KEYS = ("memfed_record", "memfed_memory", "memfed_version", "memfed_write", "memfed_type", "memfed_pack")
 CLOSED = "memfed_closed_at"  # v4's mark on a version a later one closed (attributes or metadata)
-assert len(KEYS) + 1 <= METADATA_KEYS
+CLOSE_KEYS = 2  # CLOSED and `superseded_by`
+MAX_FILTER_ATTRIBUTES = METADATA_KEYS - len(KEYS) - CLOSE_KEYS
+ATTR_PREFIX = "memfed_attr_"
+LONGEST_KEPT = 200  # a longer string is left to the pack: it would only repeat it
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,11 @@ def kind_of(record_type: str) -> Kind:
     return "edge" if record_type == "fact" else "node" if record_type == "entity" else "episode"
 
 
-def pack(record: Record) -> dict[str, Any]:
+def _filterable(value: Any) -> bool:
+    return isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= LONGEST_KEPT)
+
+
+def pack(record: Record, filter_attributes: Sequence[str] = ()) -> dict[str, Any]:
     fields = version_json(record)
     fields.pop("write_id", None)
     try:
@@ -89,8 +102,14 @@ def pack(record: Record) -> dict[str, Any]:
         packed = orjson.dumps(fields).decode()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the record cannot be stored at Zep: {exc}") from exc
-    return {"memfed_record": record.id, "memfed_memory": record.memory_id, "memfed_version": record.version,
-            "memfed_write": record.write_id or "", "memfed_type": record.type, "memfed_pack": packed}
+    keys: dict[str, Any] = {
+        "memfed_record": record.id, "memfed_memory": record.memory_id, "memfed_version": record.version,
+        "memfed_write": record.write_id or "", "memfed_type": record.type, "memfed_pack": packed}
+    for name in filter_attributes[:MAX_FILTER_ATTRIBUTES]:
+        value = record.attributes.get(name)
+        if value is not None and _filterable(value):
+            keys[ATTR_PREFIX + name] = value
+    return keys
 
 
 def episode_body(record: Record) -> tuple[str, str]:

@@ -150,9 +150,13 @@ class V4:
         if cursor:
             params["cursor"] = cursor
         body: dict[str, Any] = {}
-        if kind == "episode" and filters.episode_types:
-            body["filters"] = {"metadata_filters": {"type": "and", "filters": [
-                {"property_name": "memfed_type", "operator": "in", "value": list(filters.episode_types)}]}}
+        if kind == "episode" and (filters.episode_types or filters.metadata_groups):
+            group: dict[str, Any] = {"type": "and", "filters": [
+                {"property_name": "memfed_type", "operator": "in", "value": list(filters.episode_types)}
+            ] if filters.episode_types else []}
+            if filters.metadata_groups:
+                group["groups"] = [dict(g) for g in filters.metadata_groups]
+            body["filters"] = {"metadata_filters": group}
         return Call("POST", f"/graphs/{graph.ref}/{_PATH[kind]}/list", params=params, json=body)
 
     def page_from(self, body: Any, headers: Mapping[str, str], kind: Kind) -> tuple[list[dict[str, Any]], str | None]:
