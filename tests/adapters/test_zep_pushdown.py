@@ -1,0 +1,243 @@
+"""memfed's `filters` sent to Zep: on v4, a recall by `filters` alone over episode types sends `type` and
+the attribute keys named in `filter_attributes` as `metadata_filters` on the episode listing; Zep answers
+fewer candidates, memfed judges every condition on what comes back, and `degraded` names only the
+conditions memfed judged alone. Records written before those keys existed are still found; v3, whose
+listings take no filter, judges everything as before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from adapters.base import Condition, Part, RecallQuery
+from adapters.zep import _pushdown
+from tests.adapters import _fake_zep_routes as routes
+from tests.adapters.fake_zep import FakeZep, zep_provider
+from tests.adapters.harnesses import M1, Stamps
+
+ACCOUNT = ("account",)
+NOTES = Condition("type", "in", ["note", "procedure"])
+
+
+def episode_filters(fake: FakeZep) -> list[Any]:
+    """The `filters` of every v4 episode listing sent (None for a listing without)."""
+    return [(json.loads(r.content) if r.content else {}).get("filters") for r in fake.requests
+            if r.url.path.endswith("/episodes/list")]
+
+
+async def seed(zep: Any, fake: FakeZep, stamps: Stamps) -> dict[str, str]:
+    made = {}
+    for i in range(6):
+        made[f"x{i}"] = (await zep.remember(M1, stamps.record(f"Note {i} on Globex.", type="note",
+                                                              attributes={"account": "globex", "n": i}))).id
+    made["acme"] = (await zep.remember(M1, stamps.record("Note on Acme.", type="note",
+                                                         attributes={"account": "acme", "n": 7}))).id
+    made["how"] = (await zep.remember(M1, stamps.record("How to renew Acme.", type="procedure",
+                                                        attributes={"account": "acme", "n": 8}))).id
+    made["fact"] = (await zep.remember(M1, stamps.record("Acme renews.", type="fact",
+                                                         attributes={"account": "acme"}))).id
+    fake.process()  # Zep derives a fact and entities from each text episode
+    fake.requests.clear()
+    fake.listed = 0
+    return made
+
+
+async def recall(zep: Any, fake: FakeZep, *conditions: Condition, **asked: Any) -> tuple[list[str], Any, int]:
+    fake.requests.clear()
+    fake.listed = 0
+    answer = await zep.recall([M1], RecallQuery(filters=conditions, limit=50, **asked))
+    return sorted(h.record.id for h in answer.hits), answer, fake.listed
+
+
+async def test_an_attribute_filter_is_sent_to_zep_which_answers_fewer_candidates() -> None:
+    """`attributes.account eq acme` on a named key: the episode listing carries `memfed_attr_account eq
+    acme` (or the key absent), Zep answers fewer episodes than without it, the answer is the same, and
+    nothing is said emulated."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        ids = await seed(zep, fake, Stamps())
+        sent, answer, candidates = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
+        first = episode_filters(fake)[0]
+    async with zep_provider("v4", fake) as unnamed:  # the same graph, the key not named: judged by memfed
+        judged, judged_answer, all_candidates = await recall(
+            unnamed, fake, NOTES, Condition("attributes.account", "eq", "acme"))
+    assert sent == judged == sorted([ids["acme"], ids["how"]])
+    assert first["metadata_filters"]["groups"] == [{"type": "or", "filters": [
+        {"property_name": "memfed_attr_account", "operator": "eq", "value": "acme"},
+        {"property_name": "memfed_attr_account", "operator": "is_null"}]}]
+    assert candidates < all_candidates
+    assert answer.degraded == ()
+    assert judged_answer.degraded == ("filters.attributes.account:emulated",)
+
+
+@pytest.mark.parametrize(("condition", "expected"), [
+    (Condition("attributes.n", "gte", 7), ["acme", "how"]),
+    (Condition("attributes.n", "in", [1, 2]), ["x1", "x2"]),
+    (Condition("attributes.n", "ne", 0), ["acme", "how", "x1", "x2", "x3", "x4", "x5"]),
+    (Condition("attributes.n", "lt", 1), ["x0"]),
+])
+async def test_each_operator_sent_answers_what_memfed_alone_answers(condition: Condition,
+                                                                    expected: list[str]) -> None:
+    """Ranges on numbers, `in` and `ne` on a named key are sent (no `degraded`) and answer exactly the
+    records memfed's own judgement finds."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, filter_attributes=("n",)) as zep:
+        ids = await seed(zep, fake, Stamps())
+        found, answer, candidates = await recall(zep, fake, NOTES, condition)
+        sent = episode_filters(fake)[0]["metadata_filters"]["groups"][0]["filters"][0]
+    async with zep_provider("v4", fake) as unnamed:
+        judged, _, all_candidates = await recall(unnamed, fake, NOTES, condition)
+        unsent = episode_filters(fake)[0]["metadata_filters"]
+    assert found == judged == sorted(ids[k] for k in expected)
+    assert answer.degraded == ()
+    # Zep answers the matching versions, then every version of those records again (their chains): fewer
+    # candidates than the whole listing when the filter is selective, more when it admits nearly all.
+    assert candidates == 2 * len(expected) and all_candidates == 8  # the six globex notes, acme, how
+    assert sent == {"property_name": "memfed_attr_n", "operator": condition.op, "value": condition.value}
+    assert "groups" not in unsent
+
+
+async def test_a_mixed_filter_sends_what_zep_can_judge_and_names_only_the_rest() -> None:
+    """Type and a named attribute are sent; a time condition and an unnamed attribute are judged by
+    memfed, and `degraded` names exactly those two fields."""
+    fake = FakeZep("v4")
+    stamps = Stamps()
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        ids = await seed(zep, fake, stamps)
+        after = stamps.tick() - timedelta(days=365)
+        found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"),
+                                        Condition("time.written_at", "gte", after.isoformat()),
+                                        Condition("attributes.n", "eq", 8))
+    assert found == [ids["how"]]
+    assert answer.degraded == ("filters.time.written_at:emulated", "filters.attributes.n:emulated")
+    (sent,) = episode_filters(fake)[:1]
+    assert [f["filters"][0]["property_name"] for f in sent["metadata_filters"]["groups"]] == [
+        "memfed_attr_account"]
+
+
+async def test_nothing_sent_says_the_signal_emulated_as_before() -> None:
+    """A filter with no type narrowing (every kind listed) sends nothing, and says `filters:emulated`."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        ids = await seed(zep, fake, Stamps())
+        found, answer, _ = await recall(zep, fake, Condition("attributes.account", "eq", "acme"))
+    assert found == sorted([ids["acme"], ids["how"], ids["fact"]])
+    assert answer.degraded == ("filters:emulated",)
+    assert all(f is None for f in episode_filters(fake))
+
+
+async def test_v3_lists_unfiltered_and_judges_every_condition() -> None:
+    """v3's listings take no filter: the same recall lists episodes without one, answers the same
+    records, and says the whole signal emulated."""
+    fake = FakeZep("v3")
+    async with zep_provider("v3", fake, filter_attributes=ACCOUNT) as zep:
+        ids = await seed(zep, fake, Stamps())
+        found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
+        caps = zep.capabilities()
+    assert found == sorted([ids["acme"], ids["how"]])
+    assert answer.degraded == ("filters:emulated",)
+    assert all(not r.content for r in fake.requests if "/episodes/graph/" in r.url.path)
+    assert "filters" in caps.emulated_signals and all(s == "emulated" for _, s in caps.filter_fields)
+
+
+async def test_records_written_before_the_keys_existed_are_still_found() -> None:
+    """Episodes written without `memfed_attr_*` (before the option, or by an older memfed) lack the key,
+    which the sent filter admits: they are found, and memfed's judgement keeps only the matching one."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake) as old:
+        ids = await seed(old, fake, Stamps())
+    assert not any(k.startswith("memfed_attr_") for e in fake.episodes.values() for k in e["metadata"])
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
+    assert found == sorted([ids["acme"], ids["how"]]) and answer.degraded == ()
+
+
+async def test_a_record_revised_away_from_the_value_is_not_found_and_its_past_is() -> None:
+    """The listing Zep filters holds the version that matched, not the one that changed the value after
+    it: memfed lists the candidates' versions whole, so the record is not found now, and is at an
+    instant before the revise."""
+    fake = FakeZep("v4")
+    stamps = Stamps()
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        note = await zep.remember(M1, stamps.record("Note on Acme.", type="note", attributes={"account": "acme"}))
+        before = stamps.tick()
+        await zep.revise(M1, note.id, stamps.revision(attributes={"account": "globex"},
+                                                      content=(Part("text", "Note on Globex."),)))
+        acme = Condition("attributes.account", "eq", "acme")
+        now, _, _ = await recall(zep, fake, NOTES, acme)
+        chains = [f for f in episode_filters(fake) if f and "memfed_record" in json.dumps(f)]
+        then, _, _ = await recall(zep, fake, NOTES, acme, as_of=before)
+        globex, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "globex"))
+    assert now == [] and then == [note.id] and globex == [note.id]
+    assert chains, "the candidates' versions were listed by record"
+    assert answer.hits[0].record.version == 2
+
+
+async def test_a_vendor_that_ignores_the_filter_leaks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Zep that answers every episode whatever the filter: memfed's judgement still answers only the
+    matching records."""
+    fake = FakeZep("v4")
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        ids = await seed(zep, fake, Stamps())
+        monkeypatch.setattr(routes, "_list_filters", lambda kind, filters: lambda _: True)
+        found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
+    assert found == sorted([ids["acme"], ids["how"]]) and answer.degraded == ()
+
+
+@pytest.mark.parametrize("condition", [
+    Condition("attributes.account", "gt", "a"),  # how Zep orders strings is not documented
+    Condition("attributes.account", "in", ["a,b"]),  # Zep's grammar refuses a comma in an `in` member
+    Condition("attributes.account", "eq", True),
+    Condition("attributes.account", "ne", None),
+])
+def test_what_zep_might_judge_otherwise_is_left_to_memfed(condition: Condition) -> None:
+    """A condition Zep could answer differently from memfed (a string range, a value its grammar
+    refuses, a boolean, `ne null` which admits everything) is not sent."""
+    planned = _pushdown.plan([condition], ACCOUNT, narrowed=True, types_listed=True)
+    assert planned.sent == () and planned.judged == (condition,) and planned.groups == ()
+
+
+def test_a_type_condition_admitting_zeps_own_episodes_admits_the_key_absent() -> None:
+    """`type ne note` admits Zep's own episodes (type `episode`, no `memfed_type`); `type ne episode`
+    does not."""
+    lax = _pushdown.plan([Condition("type", "ne", "note")], (), narrowed=True, types_listed=False)
+    strict = _pushdown.plan([Condition("type", "ne", "episode")], (), narrowed=True, types_listed=False)
+    assert lax.groups == ({"type": "or", "filters": [
+        {"property_name": "memfed_type", "operator": "ne", "value": "note"},
+        {"property_name": "memfed_type", "operator": "is_null"}]},)
+    assert strict.groups == ({"type": "and", "filters": [
+        {"property_name": "memfed_type", "operator": "ne", "value": "episode"}]},)
+
+
+def doc_filters(caps: Any) -> dict[str, str]:
+    return dict(caps.document("zep")["x.memfed"]["filters"])
+
+
+async def test_the_capability_document_says_per_field_what_zep_judges() -> None:
+    """v4: `type` and the named attributes native, other attributes and times emulated, the signal not
+    emulated as a whole; v3: every field emulated and the signal emulated."""
+    async with zep_provider("v4", FakeZep("v4"), filter_attributes=ACCOUNT) as v4:
+        four = v4.capabilities()
+    async with zep_provider("v3", FakeZep("v3")) as v3:
+        three = v3.capabilities()
+    assert doc_filters(four) == {"type": "native", "attributes.account": "native", "attributes.*": "emulated",
+                                 "time.*": "emulated"}
+    assert four.emulated_signals == ("text",)
+    assert doc_filters(three) == {"type": "emulated", "attributes.*": "emulated", "time.*": "emulated"}
+    assert three.emulated_signals == ("text", "filters")
+
+
+@pytest.mark.parametrize("names", [("a", "b", "c"), ("bad key",), ("",)])
+async def test_filter_attributes_beyond_the_metadata_keys_or_not_a_name_are_refused(names: Sequence[str]) -> None:
+    """Three keys would take v4 past its ten metadata keys (memfed keeps six, a close adds two); a key
+    that is not letters, digits and `_` is refused."""
+    from adapters.zep import ZepProvider
+
+    with pytest.raises(ValueError, match="filter_attributes"):
+        async with FakeZep("v4").client() as client:
+            await ZepProvider.from_config({"filter_attributes": list(names)}, client=client,
+                                          data_dir=None, api_key="k")  # type: ignore[arg-type]
