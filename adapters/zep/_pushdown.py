@@ -95,6 +95,28 @@ def _admits_zeps_own(cond: Condition) -> bool:
     return True
 
 
+def admits_type(conditions: Sequence[Condition], types: Sequence[str], name: str) -> bool:
+    """Whether a record of type `name` can pass the recall's `types` and every `type` condition, judged
+    as memfed judges them (`adapters.filters`: a range compares strings)."""
+    if types and name not in types:
+        return False
+    for cond in conditions:
+        if cond.field != "type":
+            continue
+        op, value = cond.op, cond.value
+        if op == "in":
+            ok = name in [v for v in value if isinstance(v, str)]
+        elif op in ("eq", "ne"):
+            ok = (value == name) == (op == "eq")
+        elif not isinstance(value, str):
+            ok = False
+        else:
+            ok = {"gt": name > value, "gte": name >= value, "lt": name < value, "lte": name <= value}[op]
+        if not ok:
+            return False
+    return True
+
+
 def _absent(key: str) -> dict[str, Any]:
     return {"property_name": key, "operator": "is_null"}
 

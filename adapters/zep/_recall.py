@@ -134,6 +134,10 @@ class ZepRecall(ZepReads):
         if query.filters or query.include == "all" or query.as_of is not None or (
                 self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
             kinds, listing = listing_for(query)
+            if not (query.query or query.text) and not _pushdown.admits_type(query.filters, query.types, "fact"):
+                # No other record references an edge (a derived one references nodes and episodes), so a
+                # recall whose every list excludes facts does not list them.
+                kinds = tuple(k for k in kinds if k != "edge")
             if not pushed.groups:
                 loaded = await self._load(memory_id, kinds, listing)
             else:

@@ -241,3 +241,42 @@ async def test_filter_attributes_beyond_the_metadata_keys_or_not_a_name_are_refu
         async with FakeZep("v4").client() as client:
             await ZepProvider.from_config({"filter_attributes": list(names)}, client=client,
                                           data_dir=None, api_key="k")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("variant", ["v4", "v3"])
+async def test_a_recall_whose_filters_exclude_facts_does_not_list_edges(
+        variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`type in [note, entity]` cannot hold a fact, and no other record references an edge: the edges
+    are not listed, and the answer (derived entities referencing their episodes included) is the one the
+    whole listing gives."""
+    fake = FakeZep(variant)  # type: ignore[arg-type]
+    stamps = Stamps()
+    async with zep_provider(variant, fake) as zep:  # type: ignore[arg-type]
+        await seed(zep, fake, stamps)
+        await zep.remember(M1, stamps.record("Ada.", type="entity", title="Ada"))
+        wanted = Condition("type", "in", ["note", "entity"])
+        narrow = await zep.recall([M1], RecallQuery(filters=(wanted,), limit=50))
+        edges_asked = [r for r in fake.requests if "/edges/list" in r.url.path or "/edge/graph/" in r.url.path]
+        monkeypatch.setattr(_pushdown, "admits_type", lambda *_: True)
+        fake.requests.clear()
+        whole = await zep.recall([M1], RecallQuery(filters=(wanted,), limit=50))
+        edges_listed = [r for r in fake.requests if "/edges/list" in r.url.path or "/edge/graph/" in r.url.path]
+    assert edges_asked == [] and edges_listed
+    assert [(h.record, h.why) for h in narrow.hits] == [(h.record, h.why) for h in whole.hits]
+    derived = [h.record for h in narrow.hits if h.record.written_by.kind == "provider"]
+    assert any(r.rel == "derived_from" for d in derived for r in d.references)
+
+
+@pytest.mark.parametrize(("conditions", "types", "fact"), [
+    ((Condition("type", "in", ["note", "entity"]),), (), False),
+    ((Condition("type", "ne", "fact"),), (), False),
+    ((Condition("type", "eq", None),), (), False),
+    ((Condition("type", "gte", "f"),), (), True),
+    ((Condition("type", "lt", "f"),), (), False),
+    ((Condition("attributes.x", "eq", 1),), ("note",), False),
+    ((Condition("attributes.x", "eq", 1),), (), True),
+])
+def test_whether_a_fact_can_pass_is_judged_as_memfed_judges_type(
+        conditions: tuple[Condition, ...], types: tuple[str, ...], fact: bool) -> None:
+    """`admits_type` follows memfed's semantics of `type` conditions and `types`."""
+    assert _pushdown.admits_type(conditions, types, "fact") is fact
