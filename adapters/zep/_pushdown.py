@@ -22,7 +22,9 @@ from typing import Any
 
 from adapters import degraded as entries
 from adapters.base import Condition
+from adapters.records import instant
 from adapters.zep._records import ATTR_PREFIX
+from adapters.zep._shapes import DateCondition
 
 TYPE_KEY = "memfed_type"
 ZEPS_OWN_TYPE = "episode"  # what an episode without memfed's keys reads as
@@ -153,6 +155,32 @@ def plan(conditions: Sequence[Condition], attribute_keys: Sequence[str], *, narr
         else:
             groups.append({"type": "or", "filters": [predicate, _absent(key)]})
     return Pushdown(tuple(sent), tuple(judged), tuple(groups))
+
+
+# memfed's time field that is Zep's own on every edge, stated or derived: a stated fact's edge is made with
+# `valid_at` = its `valid_from` (immutable in v4). The others differ on stated edges (`created_at` is when
+# Zep got it, a closing edge's `invalid_at` and `expired_at` are memfed's closing marks).
+EDGE_TIMES = {"time.valid_from": "valid_at"}
+
+
+def edge_dates(conditions: Sequence[Condition]) -> tuple[DateCondition, ...]:
+    """The v4 edge listing's `date_filters` (ANDed) that admit exactly the edges whose record meets the
+    recall's conditions on `time.valid_from`; `ne` (which memfed also meets with no time) is not sent."""
+    out: list[DateCondition] = []
+    for cond in conditions:
+        zep_field = EDGE_TIMES.get(cond.field)
+        if zep_field is None:
+            continue
+        if cond.op == "eq" and cond.value is None:
+            out.append(DateCondition(zep_field, "is_null"))
+        elif cond.op in ("eq", "gt", "gte", "lt", "lte") and cond.value is not None:
+            out.append(DateCondition(zep_field, cond.op, instant(cond.value, cond.field)))
+    return tuple(out)
+
+
+def edge_records_filter(record_ids: Sequence[str]) -> dict[str, Any]:
+    """Every version of these facts (memfed's keys ride in an edge's attributes): `property_filters`."""
+    return {"property_name": "memfed_record", "operator": "in", "value": list(record_ids)}
 
 
 def record_ids_group(record_ids: Sequence[str]) -> dict[str, Any]:

@@ -133,16 +133,7 @@ class ZepRecall(ZepReads):
         loaded: dict[str, builtins.list[records.Version]] | None = None
         if query.filters or query.include == "all" or query.as_of is not None or (
                 self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
-            kinds, listing = listing_for(query)
-            if not (query.query or query.text) and not _pushdown.admits_type(query.filters, query.types, "fact"):
-                # No other record references an edge (a derived one references nodes and episodes), so a
-                # recall whose every list excludes facts does not list them.
-                kinds = tuple(k for k in kinds if k != "edge")
-            if not pushed.groups:
-                loaded = await self._load(memory_id, kinds, listing)
-            else:
-                loaded = await self._load_pushed(memory_id, graph, replace(listing, metadata_groups=pushed.groups),
-                                                 chains=pushed.needs_chains)
+            loaded = await self._listing(memory_id, graph, query, pushed)
         out: list[tuple[Signal, list[Record]]] = []
         for (signal, kind, _), items in zip(searches, found, strict=True):
             ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]
@@ -155,27 +146,56 @@ class ZepRecall(ZepReads):
             out.append(("filters", _kept(matching, query)))
         return out
 
-    async def _load_pushed(self, memory_id: str, graph: Graph, listing: ListFilters, *, chains: bool
-                           ) -> dict[str, builtins.list[records.Version]]:
-        """The episodes Zep admits under `listing` and, with `chains`, every version of the records among
-        them (a second listing by `memfed_record`): a version filtered out may be the one that closed a
-        matching one, or the one `as_of` shows."""
+    async def _listing(self, memory_id: str, graph: Graph, query: RecallQuery, pushed: _pushdown.Pushdown
+                       ) -> dict[str, builtins.list[records.Version]]:
+        """The records a recall reads through: the graph's listing, narrowed where a recall by `filters`
+        alone lets it be (`pushdown`)."""
+        kinds, listing = listing_for(query)
+        if query.query or query.text:
+            return await self._load(memory_id, kinds, listing)
+        if not _pushdown.admits_type(query.filters, query.types, "fact"):
+            # No other record references an edge (a derived one references nodes and episodes), so a
+            # recall whose every list excludes facts does not list them.
+            kinds = tuple(k for k in kinds if k != "edge")
+        listings = {kind: listing for kind in kinds}
+        chained: set[Kind] = set()
+        if pushed.groups:
+            listings["episode"] = replace(listing, metadata_groups=pushed.groups)
+            if pushed.needs_chains:
+                chained.add("episode")
+        if self.variant == "v4" and "edge" in kinds and (dates := _pushdown.edge_dates(query.filters)):
+            listings["edge"] = replace(listing, edge_dates=dates)  # a fact's versions may differ in valid_from
+            chained.add("edge")
+        if not chained and not pushed.groups:
+            return await self._load(memory_id, kinds, listing)
         try:
-            found = await self._objects(graph, "episode", listing)
-            if chains:
-                ids = sorted({v.record.id for item in found if (v := self._version(item, "episode", memory_id))})
-                seen = {str(item["uuid"]) for item in found}
-                for at in range(0, len(ids), CHAIN_IDS):
-                    again = ListFilters(metadata_groups=(_pushdown.record_ids_group(ids[at:at + CHAIN_IDS]),))
-                    for item in await self._objects(graph, "episode", again):
-                        if str(item["uuid"]) not in seen:
-                            seen.add(str(item["uuid"]))
-                            found.append(item)
+            listed = await asyncio.gather(*(self._listed(memory_id, graph, kind, kind_listing, kind in chained)
+                                            for kind, kind_listing in listings.items()))
         except NotFound:
             if await self._vanished(memory_id, graph):
                 return {}
             raise
-        return self._chains(memory_id, {"episode": found})
+        return self._chains(memory_id, dict(zip(listings, listed, strict=True)))
+
+    async def _listed(self, memory_id: str, graph: Graph, kind: Kind, listing: ListFilters, chained: bool
+                      ) -> builtins.list[dict[str, Any]]:
+        """The objects of `kind` Zep admits under `listing` and, when `chained`, every version of the
+        records among them (a second listing by `memfed_record`): a version filtered out may be the one
+        that closed a matching one, or the one `as_of` shows."""
+        found = await self._objects(graph, kind, listing)
+        if not chained:
+            return found
+        ids = sorted({v.record.id for item in found if (v := self._version(item, kind, memory_id))})
+        seen = {str(item["uuid"]) for item in found}
+        for at in range(0, len(ids), CHAIN_IDS):
+            batch = ids[at:at + CHAIN_IDS]
+            again = ListFilters(edge_properties=(_pushdown.edge_records_filter(batch),)) if kind == "edge" \
+                else ListFilters(metadata_groups=(_pushdown.record_ids_group(batch),))
+            for item in await self._objects(graph, kind, again):
+                if str(item["uuid"]) not in seen:
+                    seen.add(str(item["uuid"]))
+                    found.append(item)
+        return found
 
     async def _search(self, graph: Graph, kind: Kind, words: str, query: RecallQuery) -> builtins.list[dict[str, Any]]:
         call = self._dialect.search(graph, kind, words, max(query.limit, 10), filters_for(query, kind))

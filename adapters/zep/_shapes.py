@@ -74,6 +74,8 @@ class ListFilters:
 
     episode_types: tuple[str, ...] = ()
     metadata_groups: tuple[Mapping[str, Any], ...] = ()
+    edge_dates: tuple[DateCondition, ...] = ()  # v4 `date_filters` (ANDed) on an edge listing
+    edge_properties: tuple[Mapping[str, Any], ...] = ()  # v4 `property_filters` on an edge listing
 
 
 @dataclass(frozen=True)
