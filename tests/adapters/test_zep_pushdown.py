@@ -280,3 +280,53 @@ def test_whether_a_fact_can_pass_is_judged_as_memfed_judges_type(
         conditions: tuple[Condition, ...], types: tuple[str, ...], fact: bool) -> None:
     """`admits_type` follows memfed's semantics of `type` conditions and `types`."""
     assert _pushdown.admits_type(conditions, types, "fact") is fact
+
+
+def edge_listings(fake: FakeZep) -> list[Any]:
+    return [(json.loads(r.content) if r.content else {}).get("filters") for r in fake.requests
+            if r.url.path.endswith("/edges/list")]
+
+
+async def test_a_valid_from_condition_is_sent_to_the_edge_listing_as_date_filters(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`time.valid_from gte D`: v4's edge listing carries `date_filters` on `valid_at`, answers fewer
+    edges, and the answer is the whole listing's; nodes and episodes are still judged by memfed alone,
+    so the signal is said emulated."""
+    fake = FakeZep("v4")
+    stamps = Stamps()
+    async with zep_provider("v4", fake) as zep:
+        starts = [stamps.tick() for _ in range(4)]
+        facts = [await zep.remember(M1, stamps.record(f"Fact {i}.", type="fact", valid_from=at))
+                 for i, at in enumerate(starts)]
+        fake.process()
+        since = Condition("time.valid_from", "gte", starts[3].isoformat())
+        found, answer, candidates = await recall(zep, fake, since)
+        sent = edge_listings(fake)
+        monkeypatch.setattr(_pushdown, "edge_dates", lambda _: ())
+        whole, whole_answer, all_candidates = await recall(zep, fake, since)
+    assert found == whole == [facts[3].id]
+    assert [h.record for h in answer.hits] == [h.record for h in whole_answer.hits]
+    assert sent[0] == {"date_filters": {"any_of": [{"all_of": [
+        {"field": "valid_at", "operator": "gte", "value": starts[3].isoformat().replace("+00:00", "Z")}]}]}}
+    assert sent[1] == {"property_filters": [{"property_name": "memfed_record", "operator": "in",
+                                             "value": [facts[3].id]}]}
+    assert candidates < all_candidates and answer.degraded == ("filters:emulated",)
+
+
+async def test_a_fact_revised_to_a_later_valid_from_is_not_found_before_it() -> None:
+    """The edge Zep admits is the first version; the fact's versions are listed whole, so its current
+    version (valid from later) is judged, not the first."""
+    fake = FakeZep("v4")
+    stamps = Stamps()
+    async with zep_provider("v4", fake) as zep:
+        early = stamps.tick()
+        fact = await zep.remember(M1, stamps.record("Ada works at Acme.", type="fact", valid_from=early))
+        later = stamps.tick() + timedelta(days=30)
+        await zep.revise(M1, fact.id, stamps.revision(valid_from=later))
+        before = Condition("time.valid_from", "lt", (early + timedelta(days=1)).isoformat())
+        now, _, _ = await recall(zep, fake, Condition("type", "eq", "fact"), before)
+        sent = edge_listings(fake)
+        then, _, _ = await recall(zep, fake, Condition("type", "eq", "fact"), before,
+                                  as_of=early + timedelta(seconds=1))
+    assert now == [] and then == [fact.id]
+    assert any(f and "property_filters" in f for f in sent)

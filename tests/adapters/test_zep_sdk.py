@@ -168,6 +168,8 @@ async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> 
         # sent to Zep: the attribute as metadata_filters groups, then the candidates' chains by record id
         await zep.recall([M1], RecallQuery(filters=(Condition("type", "in", ["note"]),
                                                     Condition("attributes.account", "in", ["acme", "x"]))))
+        # the edge listing with date_filters on valid_at, then the facts' chains by property_filters
+        await zep.recall([M1], RecallQuery(filters=(Condition("time.valid_from", "lte", stamps.tick().isoformat()),)))
         await zep.neighbourhood(M1, fact.id, 2)
         await zep.erase(M1, [fact.id])
         await zep.drop_memory(M1)
@@ -177,6 +179,8 @@ async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> 
     assert len(operations) >= 15, sorted(operations)
     pushed = [r.content.decode() for r in fake.requests if r.url.path.endswith("/episodes/list") and r.content]
     assert any("memfed_attr_account" in p for p in pushed) and any('"memfed_record"' in p for p in pushed)
+    edges = [r.content.decode() for r in fake.requests if r.url.path.endswith("/edges/list") and r.content]
+    assert any('"date_filters"' in e for e in edges) and any('"property_filters"' in e for e in edges)
     for request in fake.requests:
         theirs = await through_sdk(sdk_call(request), fake)
         mine, sdk = shape(request), shape(theirs)
