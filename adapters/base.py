@@ -125,6 +125,10 @@ class RecallAnswer:
     hits: tuple[Hit, ...]
     abstain: bool = False
     degraded: tuple[str, ...] = ()
+    # What of this recall the adapter judged itself where its capabilities declare no emulation (a
+    # provider that judges part of `filters`, per recall: `filters`, `filters.attributes.region`); the
+    # gateway says each as `provider:NAME:<subject>:emulated`, as it does for a declared emulated signal.
+    emulated: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- capabilities

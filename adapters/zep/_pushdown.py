@@ -50,15 +50,15 @@ class Pushdown:
         version that closed a matching one: the candidates' chains are listed again, whole."""
         return any(c.field.startswith("attributes.") for c in self.sent)
 
-    def degraded(self) -> tuple[str, ...]:
-        """`filters:emulated` when nothing was sent (as a provider that judges all of them says), else one
-        `filters.<field>:emulated` per field memfed alone judged."""
+    def emulated(self) -> tuple[str, ...]:
+        """What memfed judged alone (`RecallAnswer.emulated`): `filters` when nothing was sent (as a
+        provider that judges all of them says), else `filters.<field>` per field."""
         if not self.judged:
             return ()
         if not self.sent:
-            return (entries.entry("filters", "emulated"),)
+            return ("filters",)
         fields = dict.fromkeys(c.field for c in self.judged)
-        return tuple(entries.entry("filters." + entries.token(f), "emulated") for f in fields)
+        return tuple(entries.token("filters." + f) for f in fields)
 
 
 def _scalar(value: Any) -> bool:

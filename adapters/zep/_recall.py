@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from adapters import filters as select
-from adapters.base import Condition, Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
+from adapters.base import Capabilities, Condition, Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
 from adapters.zep import _pushdown
 from adapters.zep import _records as records
 from adapters.zep._http import NotFound
@@ -95,6 +95,9 @@ class ZepRecall(ZepReads):
     variant: str
     _filter_attributes: tuple[str, ...] = ()
 
+    def capabilities(self) -> Capabilities:
+        raise NotImplementedError
+
     async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
         raise NotImplementedError
 
@@ -104,7 +107,9 @@ class ZepRecall(ZepReads):
         pushed = self.pushdown(query)
         answered = await asyncio.gather(*(self._recall_one(m, query, pushed) for m in memory_ids))
         lists = [ranked for per_memory in answered for ranked in per_memory]
-        return RecallAnswer(hits=tuple(_fused(lists, query.limit)), degraded=pushed.degraded())
+        # v3 declares the whole signal emulated (its capability document says so); v4 says it per recall.
+        emulated = pushed.emulated() if "filters" not in self.capabilities().emulated_signals else ()
+        return RecallAnswer(hits=tuple(_fused(lists, query.limit)), emulated=emulated)
 
     def pushdown(self, query: RecallQuery) -> _pushdown.Pushdown:
         """What of the recall's `filters` is sent to Zep: only on v4, only for a recall by `filters` alone

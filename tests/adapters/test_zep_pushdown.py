@@ -70,8 +70,8 @@ async def test_an_attribute_filter_is_sent_to_zep_which_answers_fewer_candidates
         {"property_name": "memfed_attr_account", "operator": "eq", "value": "acme"},
         {"property_name": "memfed_attr_account", "operator": "is_null"}]}]
     assert candidates < all_candidates
-    assert answer.degraded == ()
-    assert judged_answer.degraded == ("filters.attributes.account:emulated",)
+    assert answer.emulated == answer.degraded == ()
+    assert judged_answer.emulated == ("filters.attributes.account",) and judged_answer.degraded == ()
 
 
 @pytest.mark.parametrize(("condition", "expected"), [
@@ -93,7 +93,7 @@ async def test_each_operator_sent_answers_what_memfed_alone_answers(condition: C
         judged, _, all_candidates = await recall(unnamed, fake, NOTES, condition)
         unsent = episode_filters(fake)[0]["metadata_filters"]
     assert found == judged == sorted(ids[k] for k in expected)
-    assert answer.degraded == ()
+    assert answer.emulated == ()
     # Zep answers the matching versions, then every version of those records again (their chains): fewer
     # candidates than the whole listing when the filter is selective, more when it admits nearly all.
     assert candidates == 2 * len(expected) and all_candidates == 8  # the six globex notes, acme, how
@@ -113,7 +113,7 @@ async def test_a_mixed_filter_sends_what_zep_can_judge_and_names_only_the_rest()
                                         Condition("time.written_at", "gte", after.isoformat()),
                                         Condition("attributes.n", "eq", 8))
     assert found == [ids["how"]]
-    assert answer.degraded == ("filters.time.written_at:emulated", "filters.attributes.n:emulated")
+    assert answer.emulated == ("filters.time.written_at", "filters.attributes.n") and answer.degraded == ()
     (sent,) = episode_filters(fake)[:1]
     assert [f["filters"][0]["property_name"] for f in sent["metadata_filters"]["groups"]] == [
         "memfed_attr_account"]
@@ -126,7 +126,7 @@ async def test_nothing_sent_says_the_signal_emulated_as_before() -> None:
         ids = await seed(zep, fake, Stamps())
         found, answer, _ = await recall(zep, fake, Condition("attributes.account", "eq", "acme"))
     assert found == sorted([ids["acme"], ids["how"], ids["fact"]])
-    assert answer.degraded == ("filters:emulated",)
+    assert answer.emulated == ("filters",)
     assert all(f is None for f in episode_filters(fake))
 
 
@@ -139,7 +139,7 @@ async def test_v3_lists_unfiltered_and_judges_every_condition() -> None:
         found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
         caps = zep.capabilities()
     assert found == sorted([ids["acme"], ids["how"]])
-    assert answer.degraded == ("filters:emulated",)
+    assert answer.emulated == answer.degraded == ()  # the capability document says the whole signal
     assert all(not r.content for r in fake.requests if "/episodes/graph/" in r.url.path)
     assert "filters" in caps.emulated_signals and all(s == "emulated" for _, s in caps.filter_fields)
 
@@ -153,7 +153,7 @@ async def test_records_written_before_the_keys_existed_are_still_found() -> None
     assert not any(k.startswith("memfed_attr_") for e in fake.episodes.values() for k in e["metadata"])
     async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
         found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
-    assert found == sorted([ids["acme"], ids["how"]]) and answer.degraded == ()
+    assert found == sorted([ids["acme"], ids["how"]]) and answer.emulated == ()
 
 
 async def test_a_record_revised_away_from_the_value_is_not_found_and_its_past_is() -> None:
@@ -185,7 +185,7 @@ async def test_a_vendor_that_ignores_the_filter_leaks_nothing(monkeypatch: pytes
         ids = await seed(zep, fake, Stamps())
         monkeypatch.setattr(routes, "_list_filters", lambda kind, filters: lambda _: True)
         found, answer, _ = await recall(zep, fake, NOTES, Condition("attributes.account", "eq", "acme"))
-    assert found == sorted([ids["acme"], ids["how"]]) and answer.degraded == ()
+    assert found == sorted([ids["acme"], ids["how"]]) and answer.emulated == ()
 
 
 @pytest.mark.parametrize("condition", [
@@ -310,7 +310,7 @@ async def test_a_valid_from_condition_is_sent_to_the_edge_listing_as_date_filter
         {"field": "valid_at", "operator": "gte", "value": starts[3].isoformat().replace("+00:00", "Z")}]}]}}
     assert sent[1] == {"property_filters": [{"property_name": "memfed_record", "operator": "in",
                                              "value": [facts[3].id]}]}
-    assert candidates < all_candidates and answer.degraded == ("filters:emulated",)
+    assert candidates < all_candidates and answer.emulated == ("filters",)
 
 
 async def test_a_fact_revised_to_a_later_valid_from_is_not_found_before_it() -> None:

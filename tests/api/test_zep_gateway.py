@@ -163,13 +163,16 @@ async def test_filters_zep_judges_are_not_said_emulated_and_the_rest_is_named(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With `filter_attributes = ["account"]`, a recall by `type` and `attributes.account` is judged by
     Zep (v4 metadata_filters) and memfed: no emulation said for zep; adding `attributes.region` names that
-    field alone; the providers document says per field what Zep judges."""
+    field alone (once, over the two zep memories asked one by one); the providers document says per field
+    what Zep judges."""
     async with three_providers(tmp_path, monkeypatch, zep_options={"filter_attributes": ["account"]}) as made:
         gw = made.gw
         memory = await gw.root("Accounts", provider="zep")
         acme = await remember(gw, memory["id"], {"content": "Renews in March.",
                                                  "attributes": {"account": "acme", "region": "eu"}})
         await remember(gw, memory["id"], {"content": "Renews in May.", "attributes": {"account": "globex"}})
+        # a second zep memory below: the recall asks zep once per memory and merges what each judged
+        await gw.child(gw.admin, memory["id"], "Leads", provider="zep")
         asked = [{"field": "type", "op": "in", "value": ["note"]},
                  {"field": "attributes.account", "op": "eq", "value": "acme"}]
         sent = (await gw.admin.post(f"/v1/memories/{memory['id']}/recall", json={"filters": asked})).json()
