@@ -8,9 +8,10 @@ fused by reciprocal rank, as every provider fuses its signals.
   `include: all`; a type whose records are episodes by memfed's `memfed_type` key (v4 `metadata_filters`).
   The rest (`types` across kinds, `as_of`, v4's closing marks) is judged here on what comes back.
 - `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing. A recall by
-  `filters` alone that lists episodes only sends v4 what it can judge of them (`_pushdown`: `type`, the
-  attribute keys named in `filter_attributes`) and says in `degraded` only what memfed judged alone;
-  the candidates' chains are then listed whole, and every condition is judged here on what came back.
+  `filters` alone narrows the listing where that keeps every answer the same (`_listing`): no edges when
+  no fact can pass; on v4, `type` and the `filter_attributes` keys sent to an episodes-only listing and
+  `time.valid_from` to the edge listing (`_pushdown`), the candidates' chains then listed whole. Every
+  condition is judged here on what came back; `RecallAnswer.emulated` names what memfed judged alone.
 - A hit on a version that a later one closed is dropped (or, with `include: all`, read as its record's
   current version). Edges and v4 objects say so themselves; a v3 node or episode cannot, so its graph
   is listed once to know.
