@@ -72,8 +72,12 @@ def _listable(values: Sequence[Any]) -> bool:
 
 
 def _one(key: str, cond: Condition) -> dict[str, Any] | None:
-    """The Zep predicate admitting at least what memfed's `cond` admits on a present key (None: not sendable)."""
+    """The Zep predicate admitting at least what memfed's `cond` admits on a present key (None: not sendable).
+    `ne` only on `memfed_type` (always a string): on an attribute memfed meets `ne 1` with a value "1" of
+    another kind, which a vendor that coerces kinds would not."""
     op, value = cond.op, cond.value
+    if op == "ne" and key != TYPE_KEY:
+        return None
     if op == "in":
         values = [v for v in value if v is not None]
         return {"property_name": key, "operator": "in", "value": values} if _listable(values) else None

@@ -15,8 +15,8 @@ node's attributes (both variants read those back without metadata):
 
 and, so that Zep can filter on them (`_pushdown`), `memfed_attr_<key>` for each attribute key the provider
 names in `filter_attributes` (two at most: v4's ten metadata keys hold these six, the two a close adds,
-`memfed_closed_at` and `superseded_by`, and these), when the value is a string of at most 200 characters,
-a number or a boolean; the value stays in the pack too, which is what reads use. An object written before
+`memfed_closed_at` and `superseded_by`, and these), when the value is a string of at most 200 characters
+or a number; the value stays in the pack too, which is what reads use. An object written before
 these keys existed reads the same, and a filter sent to Zep admits an object without the key.
 
 An object without them is Zep's own: an edge or node Zep derived from an episode, an episode another
@@ -90,7 +90,10 @@ def kind_of(record_type: str) -> Kind:
 
 
 def _filterable(value: Any) -> bool:
-    return isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= LONGEST_KEPT)
+    # No boolean: memfed never sends a condition on one (a vendor may take true for 1).
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (isinstance(value, str) and len(value) <= LONGEST_KEPT)
 
 
 def pack(record: Record, filter_attributes: Sequence[str] = ()) -> dict[str, Any]:
