@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from adapters import degraded as entries
@@ -167,18 +168,29 @@ def plan(conditions: Sequence[Condition], attribute_keys: Sequence[str], *, narr
 EDGE_TIMES = {"time.valid_from": "valid_at"}
 
 
+# How far a sent bound is widened: Zep may keep a time at a coarser precision than memfed's microseconds,
+# and a bound on the edge of it must not lose a record memfed would keep (memfed judges the exact bound).
+SLACK = timedelta(seconds=1)
+
+
 def edge_dates(conditions: Sequence[Condition]) -> tuple[DateCondition, ...]:
-    """The v4 edge listing's `date_filters` (ANDed) that admit exactly the edges whose record meets the
-    recall's conditions on `time.valid_from`; `ne` (which memfed also meets with no time) is not sent."""
+    """The v4 edge listing's `date_filters` (ANDed) admitting at least the edges whose record meets the
+    recall's conditions on `time.valid_from`, each bound widened by `SLACK`; `ne` (which memfed also
+    meets with no time) is not sent."""
     out: list[DateCondition] = []
     for cond in conditions:
         zep_field = EDGE_TIMES.get(cond.field)
-        if zep_field is None:
+        if zep_field is None or cond.op not in ("eq", "gt", "gte", "lt", "lte"):
             continue
-        if cond.op == "eq" and cond.value is None:
-            out.append(DateCondition(zep_field, "is_null"))
-        elif cond.op in ("eq", "gt", "gte", "lt", "lte") and cond.value is not None:
-            out.append(DateCondition(zep_field, cond.op, instant(cond.value, cond.field)))
+        if cond.value is None:
+            if cond.op == "eq":
+                out.append(DateCondition(zep_field, "is_null"))
+            continue
+        at = instant(cond.value, cond.field)
+        if cond.op in ("eq", "gt", "gte"):
+            out.append(DateCondition(zep_field, "gte", at - SLACK))
+        if cond.op in ("eq", "lt", "lte"):
+            out.append(DateCondition(zep_field, "lte", at + SLACK))
     return tuple(out)
 
 

@@ -289,13 +289,13 @@ def edge_listings(fake: FakeZep) -> list[Any]:
 
 async def test_a_valid_from_condition_is_sent_to_the_edge_listing_as_date_filters(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """`time.valid_from gte D`: v4's edge listing carries `date_filters` on `valid_at`, answers fewer
-    edges, and the answer is the whole listing's; nodes and episodes are still judged by memfed alone,
-    so the signal is said emulated."""
+    """`time.valid_from gte D`: v4's edge listing carries `date_filters` on `valid_at` (from D less a
+    second: Zep may keep coarser times), answers fewer edges, and the answer is the whole listing's;
+    nodes and episodes are still judged by memfed alone, so the signal is said emulated."""
     fake = FakeZep("v4")
     stamps = Stamps()
     async with zep_provider("v4", fake) as zep:
-        starts = [stamps.tick() for _ in range(4)]
+        starts = [stamps.tick() + timedelta(days=i) for i in range(4)]
         facts = [await zep.remember(M1, stamps.record(f"Fact {i}.", type="fact", valid_from=at))
                  for i, at in enumerate(starts)]
         fake.process()
@@ -307,7 +307,8 @@ async def test_a_valid_from_condition_is_sent_to_the_edge_listing_as_date_filter
     assert found == whole == [facts[3].id]
     assert [h.record for h in answer.hits] == [h.record for h in whole_answer.hits]
     assert sent[0] == {"date_filters": {"any_of": [{"all_of": [
-        {"field": "valid_at", "operator": "gte", "value": starts[3].isoformat().replace("+00:00", "Z")}]}]}}
+        {"field": "valid_at", "operator": "gte",
+         "value": (starts[3] - _pushdown.SLACK).isoformat().replace("+00:00", "Z")}]}]}}
     assert sent[1] == {"property_filters": [{"property_name": "memfed_record", "operator": "in",
                                              "value": [facts[3].id]}]}
     assert candidates < all_candidates and answer.emulated == ("filters",)
@@ -330,3 +331,15 @@ async def test_a_fact_revised_to_a_later_valid_from_is_not_found_before_it() -> 
                                   as_of=early + timedelta(seconds=1))
     assert now == [] and then == [fact.id]
     assert any(f and "property_filters" in f for f in sent)
+
+
+def test_a_bound_sent_on_valid_at_is_widened_and_eq_becomes_a_window() -> None:
+    """Zep may keep times coarser than memfed's microseconds: every bound is widened by a second, `eq`
+    is sent as the window around it, `eq null` as `is_null`, `ne` not at all."""
+    at = "2026-01-02T03:04:05.678901+00:00"
+    sent = _pushdown.edge_dates([Condition("time.valid_from", "eq", at), Condition("time.valid_from", "ne", at),
+                                 Condition("time.valid_from", "eq", None), Condition("time.written_at", "gt", at)])
+    assert [(c.field, c.operator, c.value and c.value.isoformat()) for c in sent] == [
+        ("valid_at", "gte", "2026-01-02T03:04:04.678901+00:00"),
+        ("valid_at", "lte", "2026-01-02T03:04:06.678901+00:00"),
+        ("valid_at", "is_null", None)]
