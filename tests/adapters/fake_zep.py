@@ -18,8 +18,10 @@ What the vendor does, the fake does:
 - lists page with `next_cursor` (v4) or the `Zep-Next-Cursor` header (v3); v3 episodes come `lastn`.
 - search ranks by word overlap (a share of the question's words), drops what shares none, and applies
   `date_filters`, `metadata_filters` (and/or groups, every operator), `node_labels` (v4) and
-  `search_filters` (v3) as documented; a v4 listing applies `filters.metadata_filters` and answers another
-  filter field with 400 `unsupported_filter` (the fake judges no other on a listing).
+  `search_filters` (v3) as documented, times compared as instants; a v4 listing applies
+  `filters.metadata_filters` (episodes), `date_filters`, `property_filters` (over attributes), `edge_types`
+  (edges) and `node_labels` (nodes), and answers another filter field with 400 `unsupported_filter`.
+  `listed` counts the objects listings and searches answered (the candidates sent back).
 - `fail(mode, times, when)` makes calls fail: 500, a timeout, a refused connection, or 429 with
   `retry-after: 60` as the free plans answer; `latency` delays every answer.
 """
