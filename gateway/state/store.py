@@ -28,6 +28,7 @@ from gateway.state.records import RecordAliases, Snapshots
 from gateway.state.rows import Rows, grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
+from gateway.state.version_probe import VersionProbe
 from gateway.telemetry import metrics
 from policies.access import PRIVILEGES, Grant
 
@@ -44,6 +45,7 @@ class StateStore:
         self.claims = Claims()
         self.directory = Directory()
         self.changes = coherence.ChangeMark()
+        self.version_probe = VersionProbe(engine)  # what catch_up asks before every decision
         self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
         # The typed repositories routes call (routes build no SQL): one per concept, each over this engine.
         self.snapshots, self.aliases = Snapshots(engine), RecordAliases(engine)
@@ -86,6 +88,7 @@ class StateStore:
             await engine.dispose()
 
     async def close(self) -> None:
+        await self.version_probe.close()
         await self.engine.dispose()
 
     async def ping(self) -> None:
@@ -115,8 +118,7 @@ class StateStore:
 
     async def catch_up(self) -> None:
         """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
-        async with self.engine.connect() as conn:
-            newest = await coherence.latest(conn)
+        newest = await self.version_probe.newest()
         if newest <= self.changes.seen:
             return
         async with self.changes.lock:
