@@ -166,8 +166,8 @@ async def graph(call: Call) -> dict[str, Any]:
     degraded = list(scope.degraded)
     records = await _scope_records(call, scope.memory_ids, degraded, body.around, body.hops)
 
-    def readable(memory_id: str) -> bool:  # where the walk may step: no audit, it shows nothing refused
-        return access.decide_read(tree, principals, memory_id).allowed
+    def readable(memory_id: str) -> bool:  # where the walk may step: no audit (it shows nothing refused), no reason
+        return tree.exists(memory_id) and access.may_read(tree, principals, memory_id)
 
     if body.around is None:
         distance = {key: 0 for key in sorted(records)}

@@ -73,3 +73,17 @@ async def test_a_refused_graph_edge_is_audited_with_the_policys_reason(gateway: 
     denials = await _denials(gateway, member_id, "graph.reference")
     assert [e["memory_id"] for e in denials] == [private["id"]]
     assert denials[0]["reason"] == _policy_reason(gateway, member_id, private["id"])
+
+
+async def test_a_refused_reference_in_a_recall_result_is_audited_as_recall_reference(gateway: Gateway) -> None:
+    """recall renders its hits through the same reader: the hidden target is logged as `recall.reference`."""
+    public, private, made = await _hidden_reference(gateway)
+    member_id, reader = await gateway.member("reader")
+    await gateway.grant(public["id"], f"member:{member_id}", "read")
+    answer = (await reader.post(f"/v1/memories/{public['id']}/recall", json={"text": "promoted"})).json()
+    shown = [r["record"] for r in answer["results"] if r["record"]["id"] == made["id"]]
+    assert [r["references"] for r in shown] == [[{"record_id": made["references"][0]["record_id"],
+                                                  "available": False}]]
+    denials = await _denials(gateway, member_id, "recall.reference")
+    assert [(e["memory_id"], e["reason"]) for e in denials] == [
+        (private["id"], _policy_reason(gateway, member_id, private["id"]))]
