@@ -343,3 +343,41 @@ def test_a_bound_sent_on_valid_at_is_widened_and_eq_becomes_a_window() -> None:
         ("valid_at", "gte", "2026-01-02T03:04:04.678901+00:00"),
         ("valid_at", "lte", "2026-01-02T03:04:06.678901+00:00"),
         ("valid_at", "is_null", None)]
+
+
+async def test_the_fakes_edge_listing_judges_date_groups_properties_and_types() -> None:
+    """The fake's v4 edge listing keeps what `date_filters` admits (an OR of ANDs, times as instants),
+    ANDs `property_filters` over the attributes, keeps the `edge_types` named (a fact's
+    `attributes.relation`), and answers a field the listing does not take (`edge_types` on nodes) with
+    400 unsupported_filter."""
+    fake = FakeZep("v4")
+    stamps = Stamps()
+    async with zep_provider("v4", fake) as zep:
+        early = await zep.remember(M1, stamps.record("Early.", type="fact", valid_from=stamps.tick()))
+        late = await zep.remember(M1, stamps.record("Late.", type="fact", valid_from=stamps.tick() + timedelta(days=9),
+                                                    attributes={"relation": "WORKS_AT"}))
+    (graph,) = fake.graphs
+    headers = {"Authorization": f"Api-Key {fake.api_key}"}
+    cut = (stamps.tick() + timedelta(days=1)).isoformat()
+
+    async def listed(kind: str, filters: dict[str, Any]) -> Any:
+        async with fake.client() as client:
+            answer = await client.post(f"{fake.base_url}/api/v4/graphs/{graph}/{kind}/list", json={"filters": filters},
+                                       headers=headers)
+        return answer
+
+    def records(answer: Any) -> list[str]:
+        return sorted(e["attributes"]["memfed_record"] for e in answer.json()["items"])
+
+    after = await listed("edges", {"date_filters": {"any_of": [{"all_of": [
+        {"field": "valid_at", "operator": "gt", "value": cut}, {"field": "invalid_at", "operator": "is_null"}]}]}})
+    either = await listed("edges", {"date_filters": {"any_of": [
+        {"all_of": [{"field": "valid_at", "operator": "gt", "value": cut}]},
+        {"all_of": [{"field": "valid_at", "operator": "lte", "value": cut}]}]}})
+    by_id = await listed("edges", {"property_filters": [
+        {"property_name": "memfed_record", "operator": "in", "value": [early.id]}]})
+    typed = await listed("edges", {"edge_types": ["WORKS_AT"]})
+    refused = await listed("nodes", {"edge_types": ["WORKS_AT"]})
+    assert records(after) == [late.id] and records(either) == sorted([early.id, late.id])
+    assert records(by_id) == [early.id] and records(typed) == [late.id]
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, "unsupported_filter")
