@@ -73,11 +73,7 @@ def _hide_unseen(call: Call, entry: dict[str, Any]) -> dict[str, Any]:
     """A reason names the grants that decided, often on nodes above the reader's subtree: it is cut at
     the reader's reach (policies/reach.py), so a grant up there is only "inherited from above your reach"."""
     tree, principals = call.services.store.tree, call.principal.principals
-
-    def seen(memory_id: str) -> bool:
-        return tree.exists(memory_id) and bool(access.effective(tree, principals, memory_id))
-
-    return {**entry, "reason": reach.cut_reason(entry["reason"], seen)}
+    return {**entry, "reason": reach.cut_reason(entry["reason"], lambda m: reach.sees(tree, principals, m))}
 
 
 async def verify_log(call: Call) -> dict[str, Any]:
