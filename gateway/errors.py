@@ -82,6 +82,12 @@ def bad_request(message: str, param: str | None = None, code: str = "invalid_req
     return ApiError(400, code, message, param=param)
 
 
+def bad_cursor(code: str = "memory_invalid") -> ApiError:
+    """Every listing's answer to a cursor it did not hand out (adapters.cursors refused it); `code` is the
+    route's own namespace (memfed's extension routes answer `memfed_invalid_request`)."""
+    return ApiError(422, code, "The cursor is not one this server gave.", param="cursor")
+
+
 def unsupported(message: str, param: str | None = None) -> ApiError:
     return ApiError(422, "memory_unsupported", message, param=param)
 

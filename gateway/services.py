@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
 from gateway.audit import AuditLog, Coverage, DecisionEntry
+from gateway.clock import now
 from gateway.config import Config, Limits
 from gateway.federation.counts import RecordCounts
 from gateway.federation.plans import RecallPlans
@@ -62,7 +62,7 @@ class Services:
         principal = call.principal
         who = principal.principal if principal else "anonymous"
         groups = tuple(f"group:{g}" for g in principal.groups) if principal else ()
-        rid, at = call.request_id, datetime.now(UTC)  # one request's decisions share its moment
+        rid, at = call.request_id, now()  # one request's decisions share its moment
         client = getattr(call, "client_request_id", None)
         self._journal(call, [(DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at,
                                             client), ())

@@ -17,7 +17,8 @@ from adapters.base import (
     RecordNotFound,
     Unsupported,
 )
-from gateway.errors import ApiError, record_not_found, unavailable, unsupported
+from adapters.cursors import InvalidCursor
+from gateway.errors import ApiError, bad_cursor, record_not_found, unavailable, unsupported
 from gateway.federation.breaker import CircuitOpen
 from gateway.federation.providers import Missed, ProviderHandle
 from gateway.state import schema as t
@@ -69,6 +70,8 @@ def provider_failure(node: MemoryNode, exc: Exception) -> ApiError:
         return error
     if isinstance(exc, ProviderTimeout):
         return unavailable(node.provider, "timeout")
+    if isinstance(exc, InvalidCursor):
+        return bad_cursor()  # the same answer as every gateway listing's, whoever's cursor it was
     if isinstance(exc, ProviderRejected):
         # What a provider refuses as invalid is, as far as the gateway can tell, the request's doing
         # (a cursor it did not issue, a value it cannot hold): the caller can correct it.

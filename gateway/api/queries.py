@@ -36,7 +36,7 @@ from gateway.api.query_models import (
     declared,
     validate_params,
 )
-from gateway.api.render import page_json, place_json, record_json
+from gateway.api.render import page_json, recall_json, recall_result_json
 from gateway.api.responses_agent import QueryDeleted, QueryList, QueryOut, QueryResultOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid, unsupported
@@ -103,24 +103,15 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
                 "rows": [list(r) for r in result.rows], "degraded": degraded}
     tree = call.services.store.tree
     principals = call.principal.principals
-    place = {"id": node.id, "name": node.name}
     # No ranking and no signal produced these: score is null and why is empty.
-    results: list[dict[str, Any]] = [
-        {"record": record_json(r, tree, principals, node.id), "memory": place, "score": None, "why": []}
-        for r in result.records
-    ]
+    results = [recall_result_json(r, tree, principals, node.id, None, ()) for r in result.records]
     parent = tree.get(node.parent_id) if node.parent_id else None
     if parent is not None and "read" not in access.effective(tree, principals, parent.id):
         parent = None
     children = [c for c in (tree.get(i) for i in access.readable_children(tree, principals, node.id))
                 if c is not None and "read" in access.effective(tree, principals, c.id)]
     counts = await record_counts(call.services, [n for n in [parent, *children] if n is not None], call)
-    out: dict[str, Any] = {"object": "memory.recall", "results": results,
-                           "children": [place_json(c, counts.get(c.id)) for c in children],
-                           "degraded": degraded, "abstain": False}
-    if parent is not None:
-        out["parent"] = place_json(parent, counts.get(parent.id))
-    return out
+    return recall_json(results, parent, children, counts, degraded, abstain=False)
 
 
 # ------------------------------------------------------------------ routes

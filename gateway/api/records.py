@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from starlette.responses import Response
@@ -33,16 +32,13 @@ from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import page_json, record_json, unavailable_references, written_json
 from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
+from gateway.clock import now
 from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
 
 def writer_for(call: Call) -> Writer:
     return Writer("member", call.principal.member_id, call.principal.type)
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
 
 
 async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] | None) -> tuple[Part, ...]:
