@@ -74,8 +74,8 @@ def record_not_found() -> ApiError:
     return ApiError(404, "memory_record_not_found", "No such record in this memory.", param="record_id")
 
 
-def invalid(message: str, param: str | None = None, code: str = "memory_invalid") -> ApiError:
-    return ApiError(422, code, message, param=param)
+def invalid(message: str, param: str | None = None, code: str = "memory_invalid", *, detail: Any = None) -> ApiError:
+    return ApiError(422, code, message, param=param, detail=detail)
 
 
 def bad_request(message: str, param: str | None = None, code: str = "invalid_request") -> ApiError:
@@ -95,6 +95,22 @@ def unsupported(message: str, param: str | None = None) -> ApiError:
 def unavailable(provider: str, reason: str) -> ApiError:
     return ApiError(503, "memory_unavailable", f"The memory's provider did not answer ({reason}).",
                     detail={"provider": provider, "reason": reason})
+
+
+def busy(message: str, detail: Any = None) -> ApiError:
+    return ApiError(409, "memory_busy", message, detail=detail)
+
+
+def file_not_found(param: str, message: str = "No such file.") -> ApiError:
+    return ApiError(404, "memfed_file_not_found", message, param=param)
+
+
+def route_not_found() -> ApiError:
+    return ApiError(404, "memfed_route_not_found", "No such route.")
+
+
+def method_not_allowed(message: str, allow: str | None = None) -> ApiError:
+    return ApiError(405, "memfed_method_not_allowed", message, headers={"Allow": allow} if allow else None)
 
 
 def admin_only() -> ApiError:

@@ -34,7 +34,7 @@ from gateway.api.guard import require
 from gateway.api.models import Page, Strict
 from gateway.api.responses_agent import ChangeList, RunList, RunOut
 from gateway.clock import now, now_ms, rfc3339_or_none
-from gateway.errors import ApiError, bad_cursor, unsupported
+from gateway.errors import ApiError, bad_cursor, busy, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
 from gateway.state.consolidation_schema import consolidation_changes as changes_t
@@ -62,7 +62,7 @@ def _instant(moment: datetime | None) -> str | None:
 
 
 def _busy(run_id: str, message: str = "A consolidation run is changing this memory.") -> ApiError:
-    return ApiError(409, "memory_busy", message, detail={"consolidation_id": run_id})
+    return busy(message, detail={"consolidation_id": run_id})
 
 
 def _consolidating(services: Any, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
@@ -127,7 +127,7 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
     """Claim the memory for a new run and write its row as `running`; the run's id."""
     services = call.services
     if services.store.claims.deleting(node.id):  # its records are being dropped: a run would outlive them
-        raise ApiError(409, "memory_busy", "This memory is being deleted.")
+        raise busy("This memory is being deleted.")
     if node.id in services.busy:
         raise _busy(services.busy[node.id])
     run_id = new_id("consolidation")

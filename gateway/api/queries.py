@@ -82,8 +82,7 @@ async def run_on(call: Call, node: MemoryNode,
         try:
             return await fn(cast(QueryingProvider, provider))
         except QueryParamError as exc:
-            raise ApiError(422, "memory_invalid", f"params.{exc.param}: {exc}",
-                           param=f"params.{exc.param}") from None
+            raise invalid(f"params.{exc.param}: {exc}", param=f"params.{exc.param}") from None
 
     return await on_provider(call.services, node, ask, read=True)
 

@@ -33,7 +33,7 @@ from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, 
 from gateway.api.render import page_json, record_json, unavailable_references, written_json
 from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
 from gateway.clock import now
-from gateway.errors import ApiError, invalid, unavailable, unsupported
+from gateway.errors import ApiError, file_not_found, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
 
@@ -56,7 +56,7 @@ async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] |
         if part.type == "file" and part.file is not None:
             stored = await call.services.files.get(part.file.id)
             if stored is None or stored.owner != call.principal.principal:
-                raise ApiError(404, "memfed_file_not_found", "No such file.", param=f"content.{index}.file.id")
+                raise file_not_found(f"content.{index}.file.id")
             if not any(fnmatch.fnmatch(stored.media_type, pattern) for pattern in media):
                 raise unsupported(f"The memory's provider does not keep {stored.media_type} files.",
                                   param=f"content.{index}.file")
