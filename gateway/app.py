@@ -54,7 +54,7 @@ from gateway.audit.seal import Seal
 from gateway.audit.store import create_audit_tables_on
 from gateway.config import Config
 from gateway.console import Console
-from gateway.errors import ApiError, method_not_allowed, route_not_found
+from gateway.errors import ApiError, internal_error, method_not_allowed, route_not_found
 from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
 from gateway.services import Services
@@ -158,8 +158,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error", exc_info=exc)
-    return JSONAnswer(ApiError(500, "memfed_internal_error", "The server failed; the error is logged.")
-                        .envelope(), status_code=500)
+    return JSONAnswer(internal_error().envelope(), status_code=500)
 
 
 def create_app(config: Config, *, services: Services | None = None, http_client: Any = None,

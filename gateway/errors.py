@@ -78,8 +78,9 @@ def invalid(message: str, param: str | None = None, code: str = "memory_invalid"
     return ApiError(422, code, message, param=param, detail=detail)
 
 
-def bad_request(message: str, param: str | None = None, code: str = "invalid_request") -> ApiError:
-    return ApiError(400, code, message, param=param)
+def bad_request(message: str, param: str | None = None, code: str = "invalid_request", *,
+                detail: Any = None) -> ApiError:
+    return ApiError(400, code, message, param=param, detail=detail)
 
 
 def bad_cursor(code: str = "memory_invalid") -> ApiError:
@@ -111,6 +112,10 @@ def route_not_found() -> ApiError:
 
 def method_not_allowed(message: str, allow: str | None = None) -> ApiError:
     return ApiError(405, "memfed_method_not_allowed", message, headers={"Allow": allow} if allow else None)
+
+
+def internal_error(message: str = "The server failed; the error is logged.") -> ApiError:
+    return ApiError(500, "memfed_internal_error", message)
 
 
 def admin_only() -> ApiError:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from adapters.base import (
@@ -29,6 +29,7 @@ from adapters.base import (
     Writer,
 )
 from adapters.version_format import BadMetadata, version_json, version_record
+from adapters.versioning import not_before
 
 NAMESPACE = "memfed"
 SCHEMA = 1
@@ -133,7 +134,9 @@ def decode(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Stored
         # Someone changed the text at mem0 itself (its dashboard, another client). Showing memfed's copy
         # would hide that change; showing the vendor's text as a version of its own keeps it visible and
         # keeps the chain: what memfed last wrote becomes the superseded version before it.
-        changed_at = _not_before(parse_vendor_time(item.get("updated_at")), current.time.written_at)
+        vendor_at = parse_vendor_time(item.get("updated_at"))  # mem0's clock is not the gateway's
+        previous = current.time.written_at
+        changed_at = not_before(vendor_at, previous) if vendor_at is not None else previous
         closed_version = closed(current, at=changed_at)
         drifted = Record(
             id=record_id,
@@ -174,17 +177,6 @@ def foreign(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Store
         time=RecordTime(written_at=written_at),
     )
     return Stored(current=record, past=())
-
-
-def _not_before(at: datetime | None, previous: datetime) -> datetime:
-    """`at`, unless it is missing or earlier than `previous` (mem0's clock is not the gateway's)."""
-    if at is None:
-        return previous
-
-    def utc(value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-    return at if utc(at) >= utc(previous) else previous
 
 
 def closed(record: Record, *, at: datetime) -> Record:

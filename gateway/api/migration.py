@@ -20,7 +20,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.api.responses_admin import ImportOut, MigrationOut, MigrationProgressOut
-from gateway.errors import ApiError, invalid, memory_not_found
+from gateway.errors import ApiError, internal_error, invalid, memory_not_found
 from gateway.migration import jobs as migration
 from gateway.migration import progress
 from gateway.migration.export_format import MEDIA_TYPE, dumps
@@ -67,7 +67,7 @@ async def migrate(call: Call) -> dict[str, Any]:
         progress.finish(entry, error=failure.envelope()["error"])
         raise failure from None
     except BaseException:
-        progress.finish(entry, error={"code": "memfed_internal_error", "message": "The migration stopped."})
+        progress.finish(entry, error=internal_error("The migration stopped.").envelope()["error"])
         raise
     document = report.document()
     progress.finish(entry, report=document)
