@@ -15,6 +15,7 @@ from __future__ import annotations
 import email.utils
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC
 from json import loads as json_loads
 from typing import Any
@@ -55,6 +56,16 @@ class Secret:
         return "Secret('***')"
 
     __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Request:
+    """What every vendor call names; each vendor's `Call` adds what only it sends."""
+
+    method: str
+    path: str
+    params: Mapping[str, Any] | None = None
+    json: Any = None
 
 
 class _Absent:

@@ -35,11 +35,7 @@ PLATFORM_MAX_PAGES = 10_000  # a guard against a `next` link that never ends
 
 
 @dataclass(frozen=True)
-class Call:
-    method: str
-    path: str
-    params: Mapping[str, Any] | None = None
-    json: Any = None
+class Call(vendor_http.Request):
     changes: bool = False  # it adds, updates or deletes at mem0 (see `Dialect.changes_one_at_a_time`)
 
 

@@ -77,11 +77,7 @@ class Superseded(ProviderRejected):
 
 
 @dataclass(frozen=True)
-class Call:
-    method: str
-    path: str
-    params: Mapping[str, Any] | None = None
-    json: Any = None
+class Call(vendor_http.Request):
     idempotency_key: str | None = None
     ndjson: bool = False  # the answer is NDJSON (export)
 

@@ -29,14 +29,10 @@ MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 @dataclass(frozen=True)
-class Call:
+class Call(vendor_http.Request):
     """One request. `idempotency` is sent as `Idempotency-Key` where the variant takes one; `mutates`
     marks calls that change Zep (searches are POSTs that change nothing)."""
 
-    method: str
-    path: str
-    params: Mapping[str, Any] | None = None
-    json: Any = None
     idempotency: str | None = None
     mutates: bool = False
 
