@@ -118,5 +118,21 @@ def internal_error(message: str = "The server failed; the error is logged.") -> 
     return ApiError(500, "memfed_internal_error", message)
 
 
-def admin_only() -> ApiError:
-    return ApiError(403, "memfed_admin_required", "This route is for administrators.")
+def admin_only(message: str = "This route is for administrators.", param: str | None = None) -> ApiError:
+    return ApiError(403, "memfed_admin_required", message, param=param)
+
+
+def member_not_found() -> ApiError:
+    return ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
+
+
+def group_not_found() -> ApiError:
+    return ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
+
+
+def part_not_found(message: str) -> ApiError:
+    return ApiError(404, "memfed_part_not_found", message, param="index")
+
+
+def cross_origin(message: str) -> ApiError:
+    return ApiError(403, "memfed_console_cross_origin", message)

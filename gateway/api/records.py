@@ -33,7 +33,7 @@ from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, 
 from gateway.api.render import page_json, record_json, unavailable_references, written_json
 from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
 from gateway.clock import now
-from gateway.errors import ApiError, file_not_found, invalid, unavailable, unsupported
+from gateway.errors import ApiError, file_not_found, invalid, part_not_found, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
 
@@ -256,11 +256,11 @@ async def content_bytes(call: Call) -> Response:
     raw_index = call.path["index"]
     index = limits.ascii_index(raw_index)
     if index is None or not 0 <= index < len(record.content) or record.content[index].file is None:
-        raise ApiError(404, "memfed_part_not_found", "This record has no file part at that index.", param="index")
+        raise part_not_found("This record has no file part at that index.")
     part_file = record.content[index].file
     data = await call.services.files.read(part_file.id) if part_file else None
     if data is None or part_file is None:
-        raise ApiError(404, "memfed_part_not_found", "The bytes of this part are no longer kept.", param="index")
+        raise part_not_found("The bytes of this part are no longer kept.")
     return Response(data, media_type=part_file.media_type,
                     headers={"content-disposition": f'attachment; filename="{part_file.id}"'})
 

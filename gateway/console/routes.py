@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.console.sessions import COOKIE, CSRF_HEADER, Session, Sessions, csrf_ok
-from gateway.errors import ApiError, invalid, route_not_found
+from gateway.errors import ApiError, cross_origin, invalid, route_not_found
 from gateway.identity.auth import resolve_token
 
 PREFIX = "/console"
@@ -84,7 +84,7 @@ class Console:
 
     async def sign_in(self, request: Request) -> Response:
         if not _same_origin(request):
-            return ApiError(403, "memfed_console_cross_origin", "Sign-in from another origin is refused.").response()
+            return cross_origin("Sign-in from another origin is refused.").response()
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return ApiError(415, "memfed_invalid_request", "Send the credential as JSON.").response()
         try:
@@ -141,7 +141,7 @@ class Console:
         elif not forwarded.startswith("/v1/"):
             error = route_not_found()
         elif request.method not in SAFE_METHODS and not _same_origin(request):
-            error = ApiError(403, "memfed_console_cross_origin", "A change from another origin is refused.")
+            error = cross_origin("A change from another origin is refused.")
         elif request.method not in SAFE_METHODS and not csrf_ok(session, request.headers.get(CSRF_HEADER)):
             error = csrf_refused()
         else:
