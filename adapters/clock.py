@@ -34,6 +34,17 @@ def utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+def parse(value: object) -> datetime | None:
+    """A vendor's ISO 8601 / RFC 3339 text as an aware instant (a time without a zone taken as UTC); None for
+    anything else, so a vendor's missing or odd timestamp reads as "not known" rather than failing a read."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return utc(datetime.fromisoformat(value))
+    except ValueError:
+        return None
+
+
 def rfc3339(moment: datetime, precision: Precision = "milliseconds") -> str:
     return utc(moment).replace(tzinfo=None).isoformat(timespec=precision) + "Z"
 

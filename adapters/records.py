@@ -204,6 +204,22 @@ class Erasure:
     unreachable: tuple[str, ...]
 
 
+def words_of(record: Record) -> str:
+    """The words a vendor embeds and searches: the title, then each part's words, in order; never empty.
+
+    A file part without words is named by its file name so a search for it still has something to match.
+    A text part that repeats the title is not repeated, because a fact is often stated as both. A record may
+    be an extension part with no words at all: its type stands in, since vendors refuse or skip empty text.
+    """
+    title = (record.title or "").strip()
+    pieces = [title] if title else []
+    for part in record.content:
+        words = (part.text or "").strip() or (part.file.name.strip() if part.file is not None else "")
+        if words and words != title:
+            pieces.append(words)
+    return "\n\n".join(pieces) or f"({record.type})"
+
+
 def instant(value: Any, what: str) -> datetime:
     """A filter's time value (a datetime or an ISO 8601 string) as a UTC instant; ProviderRejected otherwise."""
     if isinstance(value, datetime):

@@ -39,3 +39,14 @@ def test_every_stamper_is_the_one_clock() -> None:
     before = clock.now_ms()
     moment = clock.now()
     assert moment.tzinfo is UTC and before <= round(moment.timestamp() * 1000) + 1 <= clock.now_ms() + 2
+
+
+def test_a_vendors_time_text_is_an_aware_instant_or_none() -> None:
+    """clock.parse reads ISO 8601 with `Z`, an offset or no zone (taken as UTC) as an aware UTC instant, and
+    anything else (missing, empty, not a time, not text) as None."""
+    assert clock.parse("2026-03-04T05:06:07.890123Z") == AT
+    assert clock.parse("2026-03-04T00:06:07.890123-05:00") == AT
+    naive = clock.parse("2026-03-04T05:06:07.890123")
+    assert naive == AT and naive is not None and naive.tzinfo is UTC
+    for odd in (None, "", "yesterday", 17):
+        assert clock.parse(odd) is None

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import httpx
 import orjson
 
-from adapters import vendor_http
+from adapters import clock, vendor_http
 from adapters.base import ProviderRejected, ProviderUnavailable, RecordLimit, Unsupported
 from adapters.vendor_http import ABSENT as ABSENT
 from adapters.vendor_http import Secret as Secret
@@ -204,14 +204,7 @@ def job_state(body: Any) -> tuple[str, list[str]]:
     return str(body["status"]), list(ids)
 
 
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+parse_time = clock.parse  # the vendor's ISO 8601 times; one without a zone is UTC
 
 
 def format_time(value: datetime) -> str:
