@@ -13,7 +13,6 @@ from adapters.base import (
 from gateway.errors import ApiError, unavailable
 from gateway.federation.failures import provider_failure
 from gateway.federation.providers import ProviderHandle
-from gateway.state import schema as t
 from gateway.state.tree import MemoryNode
 
 log = logging.getLogger("memfed.api")
@@ -39,8 +38,8 @@ async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], 
 
 async def resolve_record_id(services: Any, memory_id: str, record_id: str) -> str | None:
     """The current id of a record that was moved to another provider (its old id keeps working)."""
-    row = await services.store.fetch_one(t.record_aliases, memory_id=memory_id, old_id=record_id)
-    return row.new_id if row else None
+    found: str | None = await services.store.aliases.current_id(memory_id, record_id)
+    return found
 
 
 async def with_alias(services: Any, node: MemoryNode, record_id: str,

@@ -14,7 +14,7 @@ from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
-from gateway.api.render import recall_json, recall_result_json
+from gateway.api.render import reader, recall_json, recall_result_json
 from gateway.api.responses import RecallOut
 from gateway.errors import invalid
 from gateway.federation import fanout as federation
@@ -82,11 +82,9 @@ async def recall(call: Call) -> dict[str, Any]:
     # work on the children below (a thousand of them on a flat tree) takes the loop.
     for _ in range(2):
         await asyncio.sleep(0)
-    parent_node = tree.get(node.parent_id) if node.parent_id else None
-    if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
-        parent_node = None
-    child_nodes = [c for c in (tree.get(m) for m in access.children_holding(tree, principals, node.id, "read"))
-                   if c is not None]
+    around = access.readable_neighbours(tree, principals, node.id)
+    parent_node = tree.get(around.parent) if around.parent is not None else None
+    child_nodes = [c for c in (tree.get(m) for m in around.children) if c is not None]
     # The places to go next: counts known are shown, the others are asked after the answer has left, so
     # the answer never waits for counting.
     counting = asyncio.create_task(
@@ -102,14 +100,16 @@ async def recall(call: Call) -> dict[str, Any]:
         counts = await counting
     for name, ms in answer.timings.items():  # each provider's time, beside the total, in Server-Timing
         call.timings["provider." + _TOKEN.sub("_", name)] = ms
-    results = [recall_result_json(fed.hit.record, tree, principals, fed.hit.record.memory_id, fed.score,
-                                  fed.hit.why, fed.parts.as_json() if fed.parts else None) for fed in answer.hits]
+    shown = reader(call, "recall.reference")
+    results = [recall_result_json(fed.hit.record, shown, fed.hit.record.memory_id, fed.score, fed.hit.why,
+                                  fed.parts.as_json() if fed.parts else None) for fed in answer.hits]
     pending = [*((entries.entry("children", "counts_pending"),) if any(counts.get(c.id) is None for c in child_nodes)
                  else ()),
                *((entries.entry("parent", "count_pending"),) if parent_node and counts.get(parent_node.id) is None
                  else ())]
     return recall_json(results, parent_node, child_nodes, counts,
                        list(covered.degraded) + list(answer.degraded) + pending, answer.abstain)
+
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/memories/{memory_id}/recall", recall,
