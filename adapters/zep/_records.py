@@ -32,12 +32,13 @@ import json
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 import orjson
 
+from adapters import clock
 from adapters.base import Part, Record, RecordStatus, RecordTime, Reference, Writer
+from adapters.records import words_of as render_text
 from adapters.version_format import BadMetadata, version_json, version_record
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, METADATA_KEYS, Carrier, Kind
 
@@ -74,15 +75,7 @@ def record_id_for(write_id: str) -> str:
     return RECORD_PREFIX + hashlib.blake2b(write_id.encode(), digest_size=16).hexdigest()
 
 
-def render_text(record: Record) -> str:
-    """The words Zep embeds and searches: title, then each part's words; never empty."""
-    title = (record.title or "").strip()
-    pieces = [title] if title else []
-    for part in record.content:
-        words = (part.text or "").strip() or (part.file.name.strip() if part.file else "")
-        if words and words != title:
-            pieces.append(words)
-    return "\n\n".join(pieces) or f"({record.type})"
+
 
 
 def kind_of(record_type: str) -> Kind:
@@ -131,13 +124,7 @@ def carried(item: Mapping[str, Any], carrier: Carrier) -> Mapping[str, Any] | No
     return found
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
+
 
 
 def stated(item: Mapping[str, Any], kind: Kind, carrier: Carrier, memory_id: str) -> Version | None:
@@ -177,7 +164,7 @@ def zeps_own(item: Mapping[str, Any], kind: Kind, memory_id: str,
         return None
     if kind == "episode" and item.get("source") == "fact_triple":
         return None
-    created = _time(item.get("created_at"))
+    created = clock.parse(item.get("created_at"))
     if created is None:
         return None
     refs: list[Reference] = []
@@ -195,14 +182,14 @@ def zeps_own(item: Mapping[str, Any], kind: Kind, memory_id: str,
         source = record_of(str(episode))
         if source:
             refs.append(Reference(memory_id, source, "derived_from"))
-    expired = _time(item.get("expired_at"))
+    expired = clock.parse(item.get("expired_at"))
     record = Record(
         id=derived_id(str(item["uuid"])), memory_id=memory_id,
         type={"edge": "fact", "node": "entity", "episode": "episode"}[kind],
         title=str(item.get("name")) if kind != "episode" and item.get("name") else None,
         content=(Part(type="text", text=text),), written_by=ZEP_WRITER,
-        time=RecordTime(written_at=created, valid_from=_time(item.get("valid_at")),
-                        valid_to=_time(item.get("invalid_at")), invalidated_at=expired),
+        time=RecordTime(written_at=created, valid_from=clock.parse(item.get("valid_at")),
+                        valid_to=clock.parse(item.get("invalid_at")), invalidated_at=expired),
         status="superseded" if expired is not None else "active",
         attributes={k: v for k, v in (item.get("attributes") or {}).items() if not str(k).startswith("memfed_")},
         references=tuple(refs),

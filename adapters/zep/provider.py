@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -43,7 +42,7 @@ from adapters.base import (
     Unsupported,
     Writer,
 )
-from adapters.versioning import not_before, or_keep, refuse_following, revised
+from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
 from adapters.zep._graphs import Graphs
@@ -304,11 +303,9 @@ class ZepProvider(ZepRecall, ZepDerivation):
         refuse_following(cur, "forgotten")
         if cur.status == "forgotten":
             return cur
-        when = not_before(at, cur.time.written_at)
-        tombstone = replace(cur, version=cur.version + 1, supersedes=cur.version, status="forgotten",
-                            written_by=by, time=replace(cur.time, written_at=when, invalidated_at=None),
-                            write_id=write_id)
-        return await self._next(memory_id, record_id, tombstone, write_id, closing=True, invalid_at=when)
+        forgotten = tombstone(cur, by=by, at=at, write_id=write_id)
+        return await self._next(memory_id, record_id, forgotten, write_id, closing=True,
+                                invalid_at=forgotten.time.written_at)
 
     async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
         """The version a write made, read from memfed's keys at Zep (`FindsWrites`)."""

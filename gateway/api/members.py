@@ -11,7 +11,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
-from gateway.errors import ApiError
+from gateway.errors import ApiError, group_not_found, member_not_found
 from gateway.state.directory import Member
 
 ADMIN_INVALID = "memfed_invalid_request"
@@ -31,7 +31,7 @@ def member_json(member: Member, groups: tuple[str, ...], keys: list[str] | None 
 def _member_or_404(call: Call) -> Member:
     member = call.services.store.member(call.path["member_id"])
     if member is None:
-        raise ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
+        raise member_not_found()
     return member
 
 
@@ -86,10 +86,10 @@ def _group_and_member(call: Call) -> tuple[str, str]:
     store = call.services.store
     group = store.group(call.path["group_id"])
     if group is None:
-        raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
+        raise group_not_found()
     member = store.member(call.path["member_id"])
     if member is None:
-        raise ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
+        raise member_not_found()
     return group.id, member.id
 
 
@@ -103,7 +103,7 @@ def _group_json(call: Call, group_id: str) -> dict[str, Any]:
 async def get_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.get")
     if call.services.store.group(call.path["group_id"]) is None:
-        raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
+        raise group_not_found()
     return _group_json(call, call.path["group_id"])
 
 

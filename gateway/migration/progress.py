@@ -8,8 +8,9 @@ next one starts there. A swap run with `memfed migrate` shows its own progress b
 
 from __future__ import annotations
 
-import time
 from typing import Any
+
+from gateway.clock import now, rfc3339
 
 _BOARDS: dict[int, dict[str, dict[str, Any]]] = {}
 
@@ -53,4 +54,4 @@ def read(services: Any, memory_id: str) -> dict[str, Any] | None:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return rfc3339(now(), "seconds")

@@ -11,13 +11,13 @@ the API's no-op ones, so the calls cost next to nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMeterProvider, Observation
 
 from gateway import __version__
+from gateway.clock import now_ms
 
 BREAKER_CODES = {"closed": 0, "half_open": 1, "open": 2}
 _SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -130,5 +130,5 @@ def audit_flushed(seconds: float) -> None:
 
 
 def outbox_sampled(pending: int, oldest_created_ms: int | None) -> None:
-    age = max(0.0, time.time() - oldest_created_ms / 1000) if oldest_created_ms is not None else 0.0
+    age = max(0.0, (now_ms() - oldest_created_ms) / 1000) if oldest_created_ms is not None else 0.0
     _current.outbox = (pending, age)
