@@ -42,6 +42,7 @@ from adapters.base import (
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local import _embeddings as embeddings
+from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
@@ -300,7 +301,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         """All memories in one statement; each signal ranks on its own and the lists are fused (RRF).
         A filter-only recall therefore comes newest first. `abstain` says that words were asked for
         and none matched. Words rank each memory's records by bm25 over that memory's records alone
-        (adapters/local/_sql.py `recall_statement`): what other memories hold never moves an order."""
+        (adapters/local/_recall_sql.py): what other memories hold never moves an order."""
         asked = query.signals()
         if not asked:
             raise ProviderRejected("a recall needs query, text or filters")
@@ -313,7 +314,7 @@ class LocalProvider(LocalConnections, LocalQueries):
 
         at = sql.ts_or_none(query.as_of)
         # Deeper than `limit`: a record fourth in two lists outranks one first in a single list.
-        statement = sql.recall_statement(
+        statement = recall_sql.recall_statement(
             memory_ids,
             signals,
             query=query.query,
