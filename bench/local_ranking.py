@@ -4,7 +4,7 @@ One file holds a large memory, a small one, and twenty others that share the voc
 and each kind of question it prints, side by side, p50 / p99 of R runs of:
 - "global bm25": the statement recall ran before, one bm25 over the word index of every memory's
   versions (kept here only as the baseline; it leaked other memories' words into the order);
-- "per-memory bm25": the statement recall runs now (adapters/local/_sql.py `recall_statement`), bm25 over
+- "per-memory bm25": the statement recall runs now (adapters/local/_recall_sql.py `recall_statement`), bm25 over
   the memory's own records;
 both on one plain sqlite3 connection, so the figures are the statements' alone; then the provider's whole
 `recall` (aiosqlite, decoding, fusion) for the second. The three run in turns, so that each sees the same

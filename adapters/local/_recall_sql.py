@@ -70,15 +70,15 @@ def _worded(signal: str, phrases: Sequence[str], every: bool, where: str, params
     narrowed = every and len(phrases) > 1
     if narrowed:
         params[f"{signal}_all"] = " AND ".join(phrases)
-    only_all = f" AND +versions_fts.rowid IN (SELECT seq FROM all_{signal})" if narrowed else ""
     # CROSS JOIN keeps the word index outermost. The planner may otherwise probe the match once per
     # record of the memory, which measured about 30 times slower on a 20,000-record memory.
+    source, scoped = (f"all_{signal} v ON v.seq", "") if narrowed else ("versions v ON v.seq", f" AND {where}")
     hits = " UNION ALL ".join(
         f"SELECT {i} AS phrase, v.seq, v.memory_id, v.written_at, v.record_id, v.words,"
         f" -bm25(versions_fts, {TITLE_WEIGHT}, {BODY_WEIGHT}) AS raw,"
         f" (SELECT memfed_idf(f.n, count(*)) FROM versions_fts, fts f WHERE versions_fts MATCH :{signal}_{i})"
         " AS fts_idf"
-        f" {_JOINED} WHERE versions_fts MATCH :{signal}_{i} AND {where}{only_all}"
+        f" FROM versions_fts CROSS JOIN {source} = versions_fts.rowid WHERE versions_fts MATCH :{signal}_{i}{scoped}"
         for i in range(len(phrases))
     )
     if narrowed:
@@ -91,7 +91,8 @@ def _worded(signal: str, phrases: Sequence[str], every: bool, where: str, params
         counted = f"SELECT phrase, memory_id, count(*) AS hits FROM hit_{signal} GROUP BY memory_id, phrase"
     solved = "(h.raw / h.fts_idf)"  # f * (k1 + 1) / (f + c), c = k1 * (1 - b + b * dl / avgdl)
     every_word = (
-        [f"all_{signal} AS MATERIALIZED (SELECT rowid AS seq FROM versions_fts WHERE versions_fts MATCH :{signal}_all)"]
+        [f"all_{signal} AS MATERIALIZED (SELECT v.seq, v.memory_id, v.written_at, v.record_id, v.words"
+         f" {_JOINED} WHERE versions_fts MATCH :{signal}_all AND {where})"]
         if narrowed else []
     )
     return [
