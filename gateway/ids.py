@@ -18,6 +18,7 @@ PREFIXES = {
     "job": "hjob_",
     "write": "hwri_",
     "request": "req_",
+    "change": "hchg_",
 }
 
 

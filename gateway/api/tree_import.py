@@ -1,0 +1,249 @@
+"""POST /v1/imports/tree: many memories and grants from one NDJSON body, all of them or none (admins).
+
+The body is read as it streams, a line at a time, and each line is checked against the tree and the lines
+before it (policies/tree_import.py): a bad line is answered at once with its status (422, or 403/404 for a
+parent the caller may not create under) and `detail.line`, and nothing is written. Once every line is
+checked the answer starts: NDJSON progress lines while one transaction writes the rows
+(gateway/state/tree_import.py), then the report, or an error envelope when the rows refused the import at
+the last moment (a parent deleted or moved meanwhile, by another instance) - in which case, too, nothing
+was written. The import is never half applied.
+
+Decisions: the administrator check, one decision per existing memory written below (`create`) or granted
+on (`delete`, as POST .../grants needs), and one entry that says what the import covered.
+
+Not behind Idempotency-Key: replaying would need the whole body kept. An import with its ids given is
+safe to send again (a second run is refused, its ids being taken); one without ids creates again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+from starlette.responses import StreamingResponse
+
+from gateway import limits
+from gateway.api._endpoint import Call, Endpoint
+from gateway.api.guard import require, require_admin
+from gateway.api.tree_import_models import ImportAnswerLine, ImportGrantLine, ImportLine, ImportMemoryLine
+from gateway.clock import now_ms
+from gateway.errors import ApiError
+from gateway.ids import new_id
+from gateway.state.tree import MemoryNode
+from gateway.state.tree_import import ImportRefused, TreePlan, write_plan
+from policies import access
+from policies.access import PRIVILEGES, Grant
+from policies.tree_import import ImportShape, LineProblem
+
+MEDIA_TYPE = "application/x-ndjson"
+MAX_LINE_BYTES = 64 * 1024
+MAX_LINES = 5_000_000
+OPERATION = "memories.import_tree"
+_REFUSED = {"not_found": 404, "too_deep": 422, "taken": 422, "busy": 409, "abandoned": 409}
+
+
+def line_error(number: int, status: int, code: str, message: str, param: str | None = None) -> ApiError:
+    return ApiError(status, code, f"Line {number}: {message} Nothing was imported.", param=param,
+                    detail={"line": number})
+
+
+class Reader:
+    """Checks the lines one by one and gathers what the import will write."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.store = call.services.store
+        self.shape = ImportShape(self.store.tree)
+        self.plan = TreePlan(stamp=now_ms())
+        self.creator = call.principal.member_id
+        self.holder = f"member:{self.creator}"
+        self.granted_on: set[str] = set()  # existing memories whose `delete` was decided
+        self.lines = 0
+        self._strings: dict[str, str] = {}  # one object per provider name, not one per line
+
+    def take(self, number: int, raw: bytes) -> None:
+        try:
+            data = limits.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise line_error(number, 422, "memory_invalid", "not a JSON object.") from None
+        except ApiError as error:
+            raise line_error(number, error.status, error.code, error.message) from None
+        if (problem := limits.plain_problem(data, raw)) is not None:
+            raise line_error(number, 422, "memory_invalid", f"{problem[0] or 'the line'} {problem[1]}.", problem[0])
+        if type(data) is not dict:
+            raise line_error(number, 422, "memory_invalid", "not a JSON object.")
+        model = ImportGrantLine if "grant" in data else ImportMemoryLine
+        try:
+            line: ImportGrantLine | ImportMemoryLine = model.model_validate(data, strict=True)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise line_error(number, 422, "memory_invalid", f"{where or 'the line'}: {first['msg']}.",
+                             where or None) from None
+        self.lines += 1
+        if self.lines > MAX_LINES:
+            raise line_error(number, 413, "memfed_body_too_large", f"an import holds at most {MAX_LINES} lines.")
+        try:
+            if isinstance(line, ImportGrantLine):
+                self._grant(number, line)
+            else:
+                self._memory(number, line)
+        except LineProblem as wrong:
+            raise line_error(number, 404 if wrong.kind == "not_found" else 422,
+                             "memory_not_found" if wrong.kind == "not_found" else "memory_invalid",
+                             wrong.message, wrong.param) from None
+
+    def _memory(self, number: int, line: ImportMemoryLine) -> None:
+        shape, services = self.shape, self.call.services
+        parent_id = shape.parent(line.parent)
+        provider = line.provider
+        if provider is None:
+            if parent_id is None:
+                provider = services.providers.default
+            elif shape.is_new(parent_id):
+                provider = shape.provider_of(parent_id)
+            else:
+                provider = self.store.tree.get(parent_id).provider
+        elif provider not in self._strings and services.providers.get(provider) is None:
+            raise line_error(number, 422, "memory_invalid", f"no provider named {provider!r} is configured.",
+                             "provider")
+        provider = self._strings.setdefault(provider, provider)
+        memory_id = line.id or new_id("memory")
+        if shape.place(memory_id, line.ref, parent_id, provider):
+            self._decide(number, parent_id or "", "create")
+        node = MemoryNode(memory_id, line.name, line.description, parent_id, line.restricted, provider,
+                          self.creator, self.plan.stamp, self.plan.stamp)
+        self.plan.nodes.append(node)
+        if line.id is not None:
+            self.plan.given_ids.append(memory_id)
+        # The importer reaches every memory it made, as a single create's implicit grant lets it: a grant
+        # on each memory at the top of the import, and on each restricted one (inheritance stops there).
+        if parent_id is None or not shape.is_new(parent_id) or line.restricted:
+            self.plan.grants.append(Grant(new_id("grant"), memory_id, self.holder, frozenset(PRIVILEGES),
+                                          implicit=True))
+
+    def _grant(self, number: int, line: ImportGrantLine) -> None:
+        grant = line.grant
+        memory_id, existing = self.shape.grant_target(grant.memory)
+        if existing and memory_id not in self.granted_on:
+            self._decide(number, memory_id, "delete")
+            self.granted_on.add(memory_id)
+            self.plan.grant_targets.add(memory_id)
+        problem = access.principal_error(grant.principal)
+        if problem:
+            raise line_error(number, 422, "memory_invalid", problem + ".", "principal")
+        kind, _, ident = grant.principal.partition(":")
+        if (kind == "member" and self.store.member(ident) is None) or (
+                kind == "group" and self.store.group(ident) is None):
+            raise line_error(number, 422, "memory_invalid", f"no {kind} with id {ident!r}.", "principal")
+        self.plan.grants.append(Grant(new_id("grant"), memory_id, grant.principal, grant.held()))
+
+    def _decide(self, number: int, memory_id: str, privilege: str) -> None:
+        try:
+            require(self.call, memory_id, privilege, OPERATION)
+        except ApiError as error:
+            raise line_error(number, error.status, error.code, error.message, "parent" if privilege == "create"
+                             else "memory") from None
+
+    def recheck(self) -> None:
+        """Under the tree lock: the caller still holds what each existing memory needs (a grant may have
+        been revoked while the body streamed)."""
+        tree, principals = self.store.tree, self.call.principal.principals
+        needs = [(m, "create") for m in self.plan.anchors] + [(m, "delete") for m in self.plan.grant_targets]
+        for memory_id, privilege in needs:
+            if not tree.exists(memory_id) or privilege not in access.effective(tree, principals, memory_id):
+                decision = access.explain(tree, principals, memory_id) if tree.exists(memory_id) else None
+                self.call.audit(OPERATION, memory_id, privilege, False,
+                                decision.reason(privilege) if decision else "refused: no such memory")
+                raise ApiError(404, "memory_not_found", "A memory the import writes below or grants on is no "
+                               "longer there for this caller.", param="memory_id", detail={"memory_id": memory_id})
+
+
+async def read_lines(call: Call, reader: Reader) -> None:
+    """Feed the body to `reader` a line at a time, never holding more than one line and one chunk."""
+    number, carry = 0, b""
+    async for chunk in call.request.stream():
+        if not chunk:
+            continue
+        pieces = (carry + chunk).split(b"\n")
+        carry = pieces.pop()
+        for piece in pieces:
+            number += 1
+            if piece.strip():
+                reader.take(number, piece)
+        if len(carry) > MAX_LINE_BYTES:
+            raise line_error(number + 1, 413, "memfed_body_too_large", f"a line is at most {MAX_LINE_BYTES} bytes.")
+    if carry.strip():
+        reader.take(number + 1, carry)
+
+
+async def import_tree(call: Call) -> StreamingResponse:
+    require_admin(call, OPERATION)
+    media = call.request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != MEDIA_TYPE:
+        raise ApiError(415, "memfed_ndjson_required", f"This route reads NDJSON (Content-Type: {MEDIA_TYPE}), "
+                       "one memory or grant a line.", detail={"content_type": media[:100]})
+    reader = Reader(call)
+    await read_lines(call, reader)
+    plan, shape = reader.plan, reader.shape
+    plan.anchors = shape.levels_below()
+    call.audit(OPERATION, None, "create", True,
+               f"allowed: administrator importing {len(plan.nodes)} memories ({shape.roots} roots, the rest "
+               f"below {len(plan.anchors)} existing memories decided above) and {len(plan.grants)} grants")
+    summary = {"object": "memory.tree_import", "memories": len(plan.nodes), "grants": len(plan.grants),
+               "roots": shape.roots, "under": sorted(plan.anchors), "lines": reader.lines}
+    reader.shape = ImportShape(call.services.store.tree)  # what placed the lines is not needed any more
+    return StreamingResponse(_written(call, reader, summary), media_type=MEDIA_TYPE)
+
+
+async def _written(call: Call, reader: Reader, summary: dict[str, Any]) -> AsyncIterator[bytes]:
+    plan = reader.plan
+    yield _line({"object": "memory.tree_import.progress", "phase": "checked", "done": summary["lines"],
+                 "total": summary["lines"]})
+    queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
+    task = asyncio.get_running_loop().create_task(
+        write_plan(call.services.store, plan, lambda done, total: queue.put_nowait((done, total)), reader.recheck))
+    try:
+        while not (task.done() and queue.empty()):
+            waiting = asyncio.ensure_future(queue.get())
+            await asyncio.wait([task, waiting], return_when=asyncio.FIRST_COMPLETED)
+            if not waiting.done():
+                waiting.cancel()
+                continue
+            done, total = waiting.result()
+            yield _line({"object": "memory.tree_import.progress", "phase": "writing", "done": done, "total": total})
+        try:
+            task.result()
+        except ImportRefused as refused:
+            error = ApiError(_REFUSED[refused.kind], "memory_busy" if refused.kind == "busy" else "memory_invalid",
+                             refused.message + " Nothing was imported.", param="memory_id",
+                             detail={"memory_id": refused.memory_id, "status": _REFUSED[refused.kind]})
+            yield _line(error.envelope())
+            return
+        except ApiError as error:
+            yield _line({"error": {**error.envelope()["error"], "detail": {**(error.detail or {}),
+                                                                           "status": error.status}}})
+            return
+        yield _line(summary)
+    finally:
+        if not task.done():  # the client went away: roll back unless the commit is under way
+            task.cancel()
+            while not task.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([task])
+
+
+def _line(document: dict[str, Any]) -> bytes:
+    return orjson.dumps(document) + b"\n"
+
+
+ENDPOINTS = [
+    Endpoint("POST", "/v1/imports/tree", import_tree,
+             "Create many memories and grants from NDJSON, all or none; answers NDJSON progress, then the "
+             "report (admins).", OPERATION, raw_body=MEDIA_TYPE, raw_line=ImportLine, media=MEDIA_TYPE,
+             response=ImportAnswerLine, errors=(403, 404, 409, 413, 415, 422), tags=("memories",)),
+]

@@ -1,0 +1,226 @@
+"""POST /v1/imports/tree: a tree of memories and grants from NDJSON, all of it or none of it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import sqlalchemy as sa
+
+from gateway.app import create_app, open_services
+from gateway.state import schema as t
+from policies.access import MAX_DEPTH
+from tests.api._gateway import Gateway, make_config, running_gateway
+
+NDJSON = {"content-type": "application/x-ndjson"}
+
+
+def body(*lines: dict[str, Any]) -> bytes:
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def answer_lines(answer: httpx.Response) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in answer.content.splitlines() if line.strip()]
+
+
+async def post_import(client: httpx.AsyncClient, content: bytes) -> httpx.Response:
+    return await client.post("/v1/imports/tree", content=content, headers=NDJSON)
+
+
+async def memory_rows(gateway: Gateway) -> set[str]:
+    async with gateway.services.store.engine.connect() as conn:
+        return {row.id for row in await conn.execute(sa.select(t.memories.c.id))}
+
+
+async def decisions(gateway: Gateway, operation: str) -> list[dict[str, Any]]:
+    await gateway.services.audit.flush()
+    page = await gateway.admin.get("/v1/audit", params={"limit": "1000", "operation": operation})
+    assert page.status_code == 200, page.text
+    return page.json()["data"]  # type: ignore[no-any-return]
+
+
+async def test_an_import_creates_the_tree_with_its_grants_and_reports_progress(gateway: Gateway) -> None:
+    """Memory lines hung below earlier lines by ref or id and below an existing memory, and a grant line,
+    are all created; the answer is NDJSON progress lines then the report; the grantee reads what it got."""
+    company = await gateway.root("Company")
+    reader_id, reader = await gateway.member("reader")
+    answer = await post_import(gateway.admin, body(
+        {"ref": "eu", "name": "Europe", "parent": company["id"]},
+        {"id": "cust-1", "name": "Customer 1", "parent": "eu", "description": "first"},
+        {"name": "Notes", "parent": "cust-1", "restricted": True},
+        {"ref": "other", "name": "Another root"},
+        {"grant": {"memory": "cust-1", "principal": f"member:{reader_id}", "privilege": "read"}},
+    ))
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("application/x-ndjson")
+    lines = answer_lines(answer)
+    assert lines[0] == {"object": "memory.tree_import.progress", "phase": "checked", "done": 5, "total": 5}
+    writing = [line for line in lines if line.get("phase") == "writing"]
+    assert writing and writing[-1]["done"] == writing[-1]["total"]
+    report = lines[-1]
+    assert report == {"object": "memory.tree_import", "memories": 4, "grants": report["grants"], "roots": 1,
+                      "under": [company["id"]], "lines": 5}
+    tree = gateway.services.store.tree
+    europe = next(m for m in tree.children_of(company["id"]))
+    assert tree.get(europe).name == "Europe"  # type: ignore[union-attr]
+    assert tree.parent_of("cust-1") == europe
+    notes = tree.children_of("cust-1")[0]
+    assert tree.get(notes).restricted  # type: ignore[union-attr]
+    assert (await memory_rows(gateway)) >= {europe, "cust-1", notes}
+    # The importer reaches every memory it made, the restricted one included, like a single create.
+    listed = await gateway.admin.get(f"/v1/memories/{notes}")
+    assert listed.status_code == 200, listed.text
+    assert set(listed.json()["privileges"]) == {"read", "write", "create", "delete"}
+    assert (await reader.get("/v1/memories/cust-1")).status_code == 200
+    assert (await reader.get(f"/v1/memories/{company['id']}")).status_code == 404
+
+
+async def test_a_bad_line_is_answered_with_its_number_and_nothing_is_imported(gateway: Gateway) -> None:
+    """A line that is not JSON, misses a field, names no memory or hangs below a later line is refused
+    with its line number in the envelope, and none of the lines before it is written."""
+    company = await gateway.root("Company")
+    before = await memory_rows(gateway)
+    good = {"ref": "a", "name": "A", "parent": company["id"]}
+    cases = [
+        (b"{not json\n", 422, "memory_invalid"),
+        (orjson.dumps({"parent": "a"}) + b"\n", 422, "memory_invalid"),
+        (orjson.dumps({"name": "x", "parent": "hmem_nope"}) + b"\n", 404, "memory_not_found"),
+        (orjson.dumps({"name": "x", "parent": "later"}) + b"\n" + orjson.dumps({"ref": "later", "name": "L"}) + b"\n",
+         404, "memory_not_found"),
+        (orjson.dumps({"name": "x", "parent": "a", "colour": "red"}) + b"\n", 422, "memory_invalid"),
+        (orjson.dumps({"grant": {"memory": "a", "principal": "member:mbr_nobody", "privilege": "read"}}) + b"\n",
+         422, "memory_invalid"),
+    ]
+    for tail, status, code in cases:
+        answer = await post_import(gateway.admin, body(good, {"name": "B", "parent": "a"}) + b"\n" + tail)
+        assert answer.status_code == status, (tail, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == code
+        assert error["detail"]["line"] == 4, (tail, error)
+        assert "Line 4" in error["message"]
+    assert await memory_rows(gateway) == before
+    assert len(gateway.services.store.tree) == len(before)
+
+
+async def test_an_import_refuses_duplicate_ids_and_refs_and_a_tree_too_deep(gateway: Gateway) -> None:
+    """An id given twice, an id an existing memory has, a ref given twice, and a chain deeper than the
+    tree allows are refused (nothing written); a parent can only be an earlier line, so no cycle is possible."""
+    company = await gateway.root("Company")
+    before = await memory_rows(gateway)
+    refused = [
+        body({"id": "x1", "name": "X"}, {"id": "x1", "name": "X again"}),
+        body({"id": company["id"], "name": "Shadow"}),
+        body({"ref": "r", "name": "R"}, {"ref": "r", "name": "R again"}),
+        body({"id": "loop-a", "name": "A", "parent": "loop-b"}, {"id": "loop-b", "name": "B", "parent": "loop-a"}),
+        body({"ref": "d0", "name": "deep"}, *({"ref": f"d{i}", "name": "deep", "parent": f"d{i - 1}"}
+                                              for i in range(1, MAX_DEPTH + 2))),
+    ]
+    for content in refused:
+        answer = await post_import(gateway.admin, content)
+        assert answer.status_code in (404, 422), answer.text
+        assert answer.json()["error"]["detail"]["line"] >= 1
+    assert await memory_rows(gateway) == before
+    assert gateway.services.store.tree.broken_chain() is None
+
+
+async def test_a_non_admin_is_refused_in_the_envelope_and_the_refusal_is_audited(gateway: Gateway) -> None:
+    """A member that is not an administrator gets 403 in the envelope, even where it holds create, and the
+    refusal is in the decision log."""
+    company = await gateway.root("Company")
+    member_id, member = await gateway.member("ann")
+    await gateway.grant(company["id"], f"member:{member_id}", "create")
+    answer = await post_import(member, body({"name": "Mine", "parent": company["id"]}))
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["error"]["type"] == "permission_error"
+    refused = [d for d in await decisions(gateway, "memories.import_tree") if d["decision"] == "deny"]
+    assert any(d["principal"] == f"member:{member_id}" for d in refused), refused
+    assert len(gateway.services.store.tree) == 1
+
+
+async def test_an_import_is_audited_with_what_it_covered(gateway: Gateway) -> None:
+    """The administrator check, the create decision on the existing parent, and one entry that says how
+    many memories and grants the import made."""
+    company = await gateway.root("Company")
+    answer = await post_import(gateway.admin, body({"name": "A", "parent": company["id"]}, {"name": "R"}))
+    assert answer.status_code == 200, answer.text
+    found = await decisions(gateway, "memories.import_tree")
+    assert any(d["memory_id"] == company["id"] and d["privilege"] == "create" and d["decision"] == "allow" for d in found)
+    assert any("importing 2 memories (1 roots" in d["reason"] for d in found), found
+
+
+async def test_a_wrong_media_type_is_415(gateway: Gateway) -> None:
+    """The body must be declared NDJSON."""
+    answer = await gateway.admin.post("/v1/imports/tree", json={"name": "A"})
+    assert answer.status_code == 415, answer.text
+    assert answer.json()["error"]["code"] == "memfed_ndjson_required"
+
+
+async def test_single_creates_and_a_delete_racing_an_import_lose_nothing(gateway: Gateway) -> None:
+    """Creates under the import's parent and a delete of another parent, sent while a large import
+    streams, all land or are refused whole: the rows and the in-memory tree agree, the tree holds no
+    cycle, every single create is there, and the import is there entirely or not at all."""
+    company = await gateway.root("Company")
+    doomed = await gateway.root("Doomed")
+    lines = [{"ref": "top", "name": "Top", "parent": company["id"]}]
+    lines += [{"ref": f"n{i}", "name": f"N{i}", "parent": "top" if i % 7 == 0 else f"n{i - 1}"}
+              for i in range(1, 3000)]
+    lines.append({"name": "Under doomed", "parent": doomed["id"]})
+
+    async def single_creates() -> list[str]:
+        made = []
+        for i in range(5):
+            await asyncio.sleep(0)
+            answer = await gateway.admin.post("/v1/memories", json={"name": f"S{i}", "parent_id": company["id"]})
+            assert answer.status_code == 201, answer.text
+            made.append(answer.json()["id"])
+        return made
+
+    async def delete_doomed() -> int:
+        await asyncio.sleep(0)
+        return (await gateway.admin.delete(f"/v1/memories/{doomed['id']}")).status_code
+
+    imported, singles, deleted = await asyncio.gather(post_import(gateway.admin, body(*lines)), single_creates(),
+                                                      delete_doomed())
+    tree = gateway.services.store.tree
+    assert set(singles) <= set(tree.all_ids())
+    assert deleted == 200
+    assert await memory_rows(gateway) == set(tree.all_ids())
+    assert tree.broken_chain() is None
+    outcome = answer_lines(imported) if imported.status_code == 200 else [imported.json()]
+    tops = [m for m in tree.all_ids() if tree.get(m).name == "Top"]  # type: ignore[union-attr]
+    if outcome[-1].get("object") == "memory.tree_import":
+        # The import went first: all of it is there, but for the memory the delete took with Doomed.
+        assert len(tops) == 1 and len(tree.subtree(tops[0])) == 3000
+        assert len(tree) == 1 + 5 + 3000
+    else:
+        # The delete went first, or was under way: the import is refused whole (404 at its line, or an
+        # error line at the end) and not one of its 3001 memories is there.
+        assert "error" in outcome[-1], outcome[-1]
+        assert tops == [] and len(tree) == 1 + 5
+
+
+async def test_a_second_instance_sees_the_imported_memories_on_its_next_request(tmp_path: Path) -> None:
+    """Two gateways on one state database: what an import through A wrote, B serves at once."""
+    state = {"url": f"sqlite+aiosqlite:///{tmp_path}/state.sqlite3"}
+    async with running_gateway(make_config(tmp_path / "a", state=state)) as gw_a:
+        config_b = make_config(tmp_path / "b", state=state)
+        services_b = await open_services(config_b)
+        try:
+            on_b = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(config_b, services=services_b)),
+                                     base_url="http://memfed", headers={"Authorization": f"Bearer {gw_a.admin_key}"})
+            company = await gw_a.root("Company")
+            assert (await on_b.get(f"/v1/memories/{company['id']}")).status_code == 200
+            lines = [{"id": f"imp-{i}", "name": f"I{i}", "parent": company["id"] if i == 0 else f"imp-{i - 1}"}
+                     for i in range(25)]
+            answer = await post_import(gw_a.admin, body(*lines))
+            assert answer_lines(answer)[-1]["object"] == "memory.tree_import", answer.text
+            seen = await on_b.get("/v1/memories/imp-24")
+            assert seen.status_code == 200, seen.text
+            assert services_b.store.tree.parent_of("imp-24") == "imp-23"
+            assert len(services_b.store.tree) == len(gw_a.services.store.tree)
+            await on_b.aclose()
+        finally:
+            await services_b.close()
