@@ -147,7 +147,8 @@ async def test_an_import_is_audited_with_what_it_covered(gateway: Gateway) -> No
     answer = await post_import(gateway.admin, body({"name": "A", "parent": company["id"]}, {"name": "R"}))
     assert answer.status_code == 200, answer.text
     found = await decisions(gateway, "memories.import_tree")
-    assert any(d["memory_id"] == company["id"] and d["privilege"] == "create" and d["decision"] == "allow" for d in found)
+    assert any(d["memory_id"] == company["id"] and d["privilege"] == "create" and d["decision"] == "allow"
+               for d in found)
     assert any("importing 2 memories (1 roots" in d["reason"] for d in found), found
 
 
@@ -224,3 +225,26 @@ async def test_a_second_instance_sees_the_imported_memories_on_its_next_request(
             await on_b.aclose()
         finally:
             await services_b.close()
+
+
+async def test_the_route_is_in_openapi_with_its_line_schemas_and_error_statuses(gateway: Gateway) -> None:
+    """/openapi.json declares the NDJSON body by the schema of a line, the answer by the schema of its
+    lines, and the statuses the import can be refused with."""
+    document = (await gateway.admin.get("/openapi.json")).json()
+    operation = document["paths"]["/v1/imports/tree"]["post"]
+    assert operation["requestBody"]["content"]["application/x-ndjson"]["schema"] == {
+        "$ref": "#/components/schemas/ImportLine"}
+    assert operation["responses"]["200"]["content"]["application/x-ndjson"]["schema"] == {
+        "$ref": "#/components/schemas/ImportAnswerLine"}
+    assert {"401", "403", "404", "409", "413", "415", "422"} <= set(operation["responses"])
+    schemas = document["components"]["schemas"]
+    assert {"ImportMemoryLine", "ImportGrantLine", "ImportProgressOut", "ImportTreeOut"} <= set(schemas)
+    assert "name" in schemas["ImportMemoryLine"]["required"]
+
+
+async def test_an_empty_import_writes_nothing_and_reports_zero(gateway: Gateway) -> None:
+    """No lines (or only blank ones) is an import of nothing, not an error."""
+    answer = await post_import(gateway.admin, b"\n\n")
+    assert answer.status_code == 200, answer.text
+    report = answer_lines(answer)[-1]
+    assert report["object"] == "memory.tree_import" and report["memories"] == 0 and report["lines"] == 0
