@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.state import coherence, tree_writes
@@ -36,7 +36,7 @@ from gateway.state.tree import MemoryNode
 from policies.access import MAX_DEPTH, Grant
 
 BATCH = 10_000  # memories a change row (and an executemany) covers
-_YIELD_EVERY = 20_000  # in-memory puts between two turns of the event loop
+_YIELD_EVERY = 5_000  # in-memory puts between two turns of the event loop
 
 Progress = Callable[[int, int], None]  # (rows written, rows to write)
 ImportProblem = Literal["not_found", "too_deep", "taken", "busy", "abandoned"]
@@ -102,13 +102,13 @@ async def _write(store: StateStore, plan: TreePlan, progress: Progress, abandone
         for start in range(0, len(plan.nodes), BATCH):
             _stop_if(abandoned)
             batch = plan.nodes[start:start + BATCH]
-            await conn.execute(insert(t.memories), [node.__dict__ for node in batch])
+            await insert_rows(conn, t.memories, [_memory_row(node) for node in batch])
             done += len(batch)
             progress(done, total)
         for start in range(0, len(plan.grants), BATCH):
             _stop_if(abandoned)
             grants = plan.grants[start:start + BATCH]
-            await conn.execute(insert(t.grants), [grant_row(grant, plan.stamp) for grant in grants])
+            await insert_rows(conn, t.grants, [_grant_row(grant, plan.stamp) for grant in grants])
             done += len(grants)
             progress(done, total)
         _stop_if(abandoned)
@@ -119,6 +119,38 @@ async def _write(store: StateStore, plan: TreePlan, progress: Progress, abandone
             await _apply(store, plan)
             if store.changes.seen == before:  # this instance held everything before: these are its own
                 store.changes.seen = after
+
+
+async def insert_rows(conn: AsyncConnection, table: Table, rows: list[tuple[Any, ...]]) -> None:
+    """Insert rows given as tuples in the table's column order, by the driver's own bulk path: COPY on
+    PostgreSQL, executemany on SQLite. Measured for 100,000 memories (bench/scale_import.py's rows), 6.1 s
+    through SQLAlchemy's executemany against 1.6 s by COPY on PostgreSQL, 2.5 s against 1.3 s on SQLite:
+    SQLAlchemy's per-row parameter processing is most of the cost at this size."""
+    if not rows:
+        return
+    names = [column.name for column in table.columns]
+    if conn.dialect.name == "postgresql":
+        raw = await conn.get_raw_connection()  # the connection of this transaction, inside it
+        driver: Any = raw.driver_connection  # asyncpg's own connection
+        await driver.copy_records_to_table(table.name, records=rows, columns=names)
+        return
+    statement = insert(table).compile(dialect=conn.dialect)  # every column, in the table's order
+    await conn.exec_driver_sql(str(statement), rows)
+
+
+# _memory_row writes a node's fields in the table's column order; a change to either must change it too.
+if [column.name for column in t.memories.columns] != list(MemoryNode.__dataclass_fields__):
+    raise RuntimeError("gateway/state/tree_import.py: the memories table and MemoryNode list different fields")
+
+
+def _memory_row(node: MemoryNode) -> tuple[Any, ...]:
+    return (node.id, node.name, node.description, node.parent_id, node.restricted, node.provider,
+            node.created_by, node.created_at, node.updated_at)
+
+
+def _grant_row(grant: Grant, stamp: int) -> tuple[Any, ...]:
+    row = grant_row(grant, stamp)
+    return tuple(row[column.name] for column in t.grants.columns)
 
 
 def _stop_if(abandoned: asyncio.Event) -> None:
