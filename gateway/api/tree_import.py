@@ -32,7 +32,7 @@ from gateway.api.guard import require, require_admin
 from gateway.api.tree_import_models import ImportAnswerLine, ImportGrantLine, ImportLine, ImportMemoryLine
 from gateway.clock import now_ms
 from gateway.errors import ApiError
-from gateway.ids import new_id
+from gateway.ids import IdPool
 from gateway.state.tree import MemoryNode
 from gateway.state.tree_import import ImportRefused, TreePlan, write_plan
 from policies import access
@@ -64,6 +64,7 @@ class Reader:
         self.granted_on: set[str] = set()  # existing memories whose `delete` was decided
         self.lines = 0
         self._strings: dict[str, str] = {}  # one object per provider name, not one per line
+        self._memory_ids, self._grant_ids = IdPool("memory"), IdPool("grant")
 
     def take(self, number: int, raw: bytes) -> None:
         # orjson itself: a line's models are flat (a nested value anywhere is refused without recursing
@@ -113,7 +114,7 @@ class Reader:
             raise line_error(number, 422, "memory_invalid", f"no provider named {provider!r} is configured.",
                              "provider")
         provider = self._strings.setdefault(provider, provider)
-        memory_id = line.id or new_id("memory")
+        memory_id = line.id or self._memory_ids.take()
         if shape.place(memory_id, line.ref, parent_id, provider):
             self._decide(number, parent_id or "", "create")
         node = MemoryNode(memory_id, line.name, line.description, parent_id, line.restricted, provider,
@@ -124,7 +125,7 @@ class Reader:
         # The importer reaches every memory it made, as a single create's implicit grant lets it: a grant
         # on each memory at the top of the import, and on each restricted one (inheritance stops there).
         if parent_id is None or not shape.is_new(parent_id) or line.restricted:
-            self.plan.grants.append(Grant(new_id("grant"), memory_id, self.holder, frozenset(PRIVILEGES),
+            self.plan.grants.append(Grant(self._grant_ids.take(), memory_id, self.holder, frozenset(PRIVILEGES),
                                           implicit=True))
 
     def _grant(self, number: int, line: ImportGrantLine) -> None:
@@ -141,7 +142,7 @@ class Reader:
         if (kind == "member" and self.store.member(ident) is None) or (
                 kind == "group" and self.store.group(ident) is None):
             raise line_error(number, 422, "memory_invalid", f"no {kind} with id {ident!r}.", "principal")
-        self.plan.grants.append(Grant(new_id("grant"), memory_id, grant.principal, grant.held()))
+        self.plan.grants.append(Grant(self._grant_ids.take(), memory_id, grant.principal, grant.held()))
 
     def _decide(self, number: int, memory_id: str, privilege: str) -> None:
         try:
