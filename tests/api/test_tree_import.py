@@ -248,3 +248,39 @@ async def test_an_empty_import_writes_nothing_and_reports_zero(gateway: Gateway)
     assert answer.status_code == 200, answer.text
     report = answer_lines(answer)[-1]
     assert report["object"] == "memory.tree_import" and report["memories"] == 0 and report["lines"] == 0
+
+
+async def test_a_client_gone_when_the_answer_starts_leaves_nothing_written(gateway: Gateway) -> None:
+    """The client disconnects as soon as its body is sent (ASGI `http.disconnect`): the streamed answer is
+    cancelled, the write it started rolls back before its first batch, and the tree lock is free after."""
+    company = await gateway.root("Company")
+    before = await memory_rows(gateway)
+    content = body(*({"name": f"N{i}", "parent": company["id"]} for i in range(25_000)))
+    sent = False
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": content, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/v1/imports/tree", "raw_path": b"/v1/imports/tree",
+             "query_string": b"", "root_path": "", "server": ("memfed", 80), "client": ("127.0.0.1", 1),
+             "headers": [(b"host", b"memfed"), (b"content-type", b"application/x-ndjson"),
+                         (b"authorization", f"Bearer {gateway.admin_key}".encode())]}
+    await gateway.app(scope, receive, send)
+    for _ in range(100):  # the write task ends (rolled back) on its own turn of the loop
+        if not gateway.services.store.tree_lock.locked():
+            break
+        await asyncio.sleep(0.05)
+    assert statuses == [200]
+    assert not gateway.services.store.tree_lock.locked()
+    assert await memory_rows(gateway) == before
+    assert set(gateway.services.store.tree.all_ids()) == before
