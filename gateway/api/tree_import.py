@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -183,6 +184,35 @@ async def read_lines(call: Call, reader: Reader) -> None:
         reader.take(number + 1, carry)
 
 
+class _CollectorPause:
+    """The cyclic garbage collector paused while imports run, then what they left frozen out of its way.
+
+    An import allocates a node and its fields a memory, none of them ever part of a cycle. With the
+    collector on, each full collection walks every object made so far: at a million memories it ran many
+    times, each a stall of the event loop growing with the import. `memfed serve` freezes its loaded heap
+    for the same reason (gateway/app.py); the import's nodes join it once written."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.was_enabled = True
+
+    def __enter__(self) -> None:
+        if self.running == 0:
+            self.was_enabled = gc.isenabled()
+            gc.disable()
+        self.running += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.running -= 1
+        if self.running == 0 and self.was_enabled:
+            if gc.get_freeze_count():  # the app froze its heap at start: keep what the tree now holds there
+                gc.freeze()
+            gc.enable()
+
+
+_collector = _CollectorPause()
+
+
 async def import_tree(call: Call) -> StreamingResponse:
     require_admin(call, OPERATION)
     media = call.request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -190,7 +220,8 @@ async def import_tree(call: Call) -> StreamingResponse:
         raise ApiError(415, "memfed_ndjson_required", f"This route reads NDJSON (Content-Type: {MEDIA_TYPE}), "
                        "one memory or grant a line.", detail={"content_type": media[:100]})
     reader = Reader(call)
-    await read_lines(call, reader)
+    with _collector:
+        await read_lines(call, reader)
     plan, shape = reader.plan, reader.shape
     plan.anchors = shape.levels_below()
     call.audit(OPERATION, None, "create", True,
@@ -203,6 +234,12 @@ async def import_tree(call: Call) -> StreamingResponse:
 
 
 async def _written(call: Call, reader: Reader, summary: dict[str, Any]) -> AsyncIterator[bytes]:
+    with _collector:
+        async for line in _progress(call, reader, summary):
+            yield line
+
+
+async def _progress(call: Call, reader: Reader, summary: dict[str, Any]) -> AsyncIterator[bytes]:
     plan = reader.plan
     yield _line({"object": "memory.tree_import.progress", "phase": "checked", "done": summary["lines"],
                  "total": summary["lines"]})
