@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -39,6 +40,8 @@ from gateway.state.tree_import import ImportRefused, TreePlan, write_plan
 from policies import access
 from policies.access import PRIVILEGES, Grant
 from policies.tree_import import ImportShape, LineProblem
+
+log = logging.getLogger("memfed.api")
 
 MEDIA_TYPE = "application/x-ndjson"
 MAX_LINE_BYTES = 64 * 1024
@@ -258,14 +261,24 @@ async def _progress(call: Call, reader: Reader, summary: dict[str, Any]) -> Asyn
         try:
             task.result()
         except ImportRefused as refused:
-            error = ApiError(_REFUSED[refused.kind], "memory_busy" if refused.kind == "busy" else "memory_invalid",
-                             refused.message + " Nothing was imported.", param="memory_id",
-                             detail={"memory_id": refused.memory_id, "status": _REFUSED[refused.kind]})
+            status = _REFUSED[refused.kind]
+            code = {404: "memory_not_found", 409: "memory_busy"}.get(status, "memory_invalid")
+            error = ApiError(status, code, refused.message + " Nothing was imported.", param="memory_id",
+                             detail={"memory_id": refused.memory_id, "status": status})
             yield _line(error.envelope())
             return
         except ApiError as error:
             yield _line({"error": {**error.envelope()["error"], "detail": {**(error.detail or {}),
                                                                            "status": error.status}}})
+            return
+        except Exception:
+            # The status is sent already: the last line says what happened, never a stream just cut off.
+            log.exception("tree import failed")
+            said = ("It was committed: the change log brings it into every instance from its next request."
+                    if plan.committed else "It was rolled back: nothing was imported.")
+            failure = ApiError(503, "memfed_state_unavailable", f"The state store failed during the import. {said}",
+                               detail={"status": 503, "committed": plan.committed})
+            yield _line(failure.envelope())
             return
         yield _line(summary)
     finally:

@@ -67,7 +67,8 @@ class ImportTreeOut(Open):
 
     object: Literal["memory.tree_import"]
     memories: int = Field(ge=0)
-    grants: int = Field(ge=0)
+    grants: int = Field(ge=0, description="Every grant written: the lines' and the importer's own (one on each "
+                        "memory at the top of the import and on each restricted one).")
     roots: int = Field(ge=0)
     under: list[str] = Field(description="The existing memories the import wrote below.")
     lines: int = Field(ge=0)

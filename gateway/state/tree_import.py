@@ -62,6 +62,7 @@ class TreePlan:
     grant_targets: set[str] = field(default_factory=set)  # existing memories the import grants on
     given_ids: list[str] = field(default_factory=list)  # ids the lines chose (minted ones cannot clash)
     stamp: int = 0
+    committed: bool = False  # set once the transaction committed (what a failure after it must say)
 
     @property
     def rows(self) -> int:
@@ -116,6 +117,7 @@ async def _write(store: StateStore, plan: TreePlan, progress: Progress, abandone
         async with store.changes.lock:  # no catch-up of this instance between the commit and the tree
             before, after = await coherence.record_batches(conn, _batches(plan.nodes, granted))
             await conn.commit()
+            plan.committed = True
             await _apply(store, plan)
             if store.changes.seen == before:  # this instance held everything before: these are its own
                 store.changes.seen = after

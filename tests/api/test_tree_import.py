@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 import sqlalchemy as sa
 
 from gateway.app import create_app, open_services
@@ -284,3 +285,50 @@ async def test_a_client_gone_when_the_answer_starts_leaves_nothing_written(gatew
     assert not gateway.services.store.tree_lock.locked()
     assert await memory_rows(gateway) == before
     assert set(gateway.services.store.tree.all_ids()) == before
+
+
+async def test_the_collector_runs_again_after_an_import_whether_it_was_written_or_refused(gateway: Gateway) -> None:
+    """The cyclic collector is paused while an import runs; once it is written, or refused at a line, it
+    is on again."""
+    import gc
+
+    company = await gateway.root("Company")
+    assert gc.isenabled()
+    written = await post_import(gateway.admin, body({"name": "A", "parent": company["id"]}))
+    assert answer_lines(written)[-1]["object"] == "memory.tree_import"
+    assert gc.isenabled()
+    refused = await post_import(gateway.admin, body({"name": "A", "parent": company["id"]}, {"name": 3}))
+    assert refused.status_code == 422
+    assert gc.isenabled()
+
+
+async def test_a_state_store_failure_while_writing_ends_the_answer_with_an_envelope_and_writes_nothing(
+        gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The database fails after the first batch went in: the answer (already 200) ends with a 503 envelope
+    that says nothing was committed, the transaction is rolled back, and the next import works."""
+    from gateway.state import tree_import as writing
+
+    company = await gateway.root("Company")
+    before = await memory_rows(gateway)
+    real = writing.insert_rows
+    calls = 0
+
+    async def failing(conn: Any, table: Any, rows: list[Any]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise sa.exc.OperationalError("INSERT", {}, Exception("disk I/O error"))
+        await real(conn, table, rows)
+
+    monkeypatch.setattr(writing, "insert_rows", failing)
+    answer = await post_import(gateway.admin, body(*({"name": f"N{i}", "parent": company["id"]}
+                                                     for i in range(writing.BATCH + 10))))
+    assert answer.status_code == 200
+    last = answer_lines(answer)[-1]
+    assert last["error"]["code"] == "memfed_state_unavailable"
+    assert last["error"]["detail"] == {"status": 503, "committed": False}
+    assert "disk" not in answer.text  # the driver's message stays in the log
+    assert await memory_rows(gateway) == before
+    monkeypatch.setattr(writing, "insert_rows", real)
+    again = await post_import(gateway.admin, body({"name": "After", "parent": company["id"]}))
+    assert answer_lines(again)[-1]["object"] == "memory.tree_import"
