@@ -179,10 +179,14 @@ async def read_lines(call: Call, reader: Reader) -> None:
         carry = pieces.pop()
         for piece in pieces:
             number += 1
+            if len(piece) > MAX_LINE_BYTES:
+                raise line_error(number, 413, "memfed_body_too_large", f"a line is at most {MAX_LINE_BYTES} bytes.")
             if piece.strip():
                 reader.take(number, piece)
         if len(carry) > MAX_LINE_BYTES:
             raise line_error(number + 1, 413, "memfed_body_too_large", f"a line is at most {MAX_LINE_BYTES} bytes.")
+    if len(carry) > MAX_LINE_BYTES:
+        raise line_error(number + 1, 413, "memfed_body_too_large", f"a line is at most {MAX_LINE_BYTES} bytes.")
     if carry.strip():
         reader.take(number + 1, carry)
 

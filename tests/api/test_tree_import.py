@@ -332,3 +332,13 @@ async def test_a_state_store_failure_while_writing_ends_the_answer_with_an_envel
     monkeypatch.setattr(writing, "insert_rows", real)
     again = await post_import(gateway.admin, body({"name": "After", "parent": company["id"]}))
     assert answer_lines(again)[-1]["object"] == "memory.tree_import"
+
+
+async def test_a_line_longer_than_the_limit_is_413_naming_it_whether_or_not_it_ends_the_body(gateway: Gateway) -> None:
+    """A line past 64 KiB is refused with its number, inside the body or as its last unterminated line."""
+    long_name = {"name": "x" * (70 * 1024)}
+    for content in (body({"name": "ok"}, long_name, {"name": "ok"}), body({"name": "ok"}) + orjson.dumps(long_name)):
+        answer = await post_import(gateway.admin, content)
+        assert answer.status_code == 413, answer.text
+        assert answer.json()["error"]["detail"]["line"] == 2
+    assert len(gateway.services.store.tree) == 0
