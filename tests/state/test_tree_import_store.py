@@ -138,3 +138,27 @@ async def test_another_instance_applies_an_import_from_one_change_row_per_batch(
         assert len(b.tree) == 1 + len(plan.nodes)
         assert b.tree.parent_of(plan.nodes[-1].id) == anchor.id
         assert [g.principal for g in b.tree.grants_on("f7")] == ["member:mbr_y"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_import_whose_parent_another_instance_moved_too_deep_writes_nothing(kind: str, tmp_path: Path) -> None:
+    """A checked 10 levels below X against its own tree; meanwhile B moved X 251 levels down. A's write
+    reads X's chain from the rows, finds the import would pass the depth limit, and writes nothing."""
+    async with two_stores(kind, tmp_path) as (a, b):
+        root = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                     provider="local", created_by="mbr_x")
+        await write_plan(a, chain_plan(root, 250), lambda done, total: None)  # m0 .. m249 below Root
+        x = await a.create_memory(name="X", description="", parent_id=None, restricted=False, provider="local",
+                                  created_by="mbr_x")
+        stamp = now_ms()
+        plan = TreePlan(stamp=stamp, anchors={x.id: 10})
+        plan.nodes = [MemoryNode(f"x{i}", "deep", "", x.id if i == 0 else f"x{i - 1}", False, "local", "mbr_x",
+                                 stamp, stamp) for i in range(10)]
+        await b.catch_up()
+        await b.update_memory(x.id, parent_id="m249")
+        before = await memory_ids(a)
+        with pytest.raises(ImportRefused) as refused:
+            await write_plan(a, plan, lambda done, total: None)
+        assert refused.value.kind == "too_deep" and refused.value.memory_id == x.id
+        assert await memory_ids(a) == before
+        assert not a.tree.exists("x0")
