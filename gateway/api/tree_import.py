@@ -47,6 +47,7 @@ MEDIA_TYPE = "application/x-ndjson"
 MAX_LINE_BYTES = 64 * 1024
 MAX_LINES = 5_000_000
 OPERATION = "memories.import_tree"
+ALL_PRIVILEGES = frozenset(PRIVILEGES)
 _REFUSED = {"not_found": 404, "too_deep": 422, "taken": 422, "busy": 409, "abandoned": 409}
 
 
@@ -66,6 +67,7 @@ class Reader:
         self.creator = call.principal.member_id
         self.holder = f"member:{self.creator}"
         self.granted_on: set[str] = set()  # existing memories whose `delete` was decided
+        self.holds_all: dict[str, bool] = {}  # each existing parent: does the importer hold every privilege?
         self.lines = 0
         self._strings: dict[str, str] = {}  # one object per provider name, not one per line
         self._memory_ids, self._grant_ids = IdPool("memory"), IdPool("grant")
@@ -119,16 +121,21 @@ class Reader:
                              "provider")
         provider = self._strings.setdefault(provider, provider)
         memory_id = line.id or self._memory_ids.take()
-        if shape.place(memory_id, line.ref, parent_id, provider):
-            self._decide(number, parent_id or "", "create")
+        if shape.place(memory_id, line.ref, parent_id, provider) and parent_id is not None:
+            self._decide(number, parent_id, "create")
+            held = access.effective(self.store.tree, self.call.principal.principals, parent_id)
+            self.holds_all[parent_id] = held >= ALL_PRIVILEGES
         node = MemoryNode(memory_id, line.name, line.description, parent_id, line.restricted, provider,
                           self.creator, self.plan.stamp, self.plan.stamp)
         self.plan.nodes.append(node)
         if line.id is not None:
             self.plan.given_ids.append(memory_id)
-        # The importer reaches every memory it made, as a single create's implicit grant lets it: a grant
-        # on each memory at the top of the import, and on each restricted one (inheritance stops there).
-        if parent_id is None or not shape.is_new(parent_id) or line.restricted:
+        # The importer reaches every memory it made with all four privileges, as a single create's implicit
+        # grant lets it: a grant on each root and each restricted memory (inheritance stops there), and on
+        # each memory at the top of the import unless the importer holds all four on its parent already
+        # (the grant would add nothing, and a million of them would slow every listing of the importer).
+        top = parent_id is not None and not shape.is_new(parent_id)
+        if parent_id is None or line.restricted or (top and not self.holds_all[parent_id]):
             self.plan.grants.append(Grant(self._grant_ids.take(), memory_id, self.holder, frozenset(PRIVILEGES),
                                           implicit=True))
 
@@ -161,7 +168,15 @@ class Reader:
         tree, principals = self.store.tree, self.call.principal.principals
         needs = [(m, "create") for m in self.plan.anchors] + [(m, "delete") for m in self.plan.grant_targets]
         for memory_id, privilege in needs:
-            if not tree.exists(memory_id) or privilege not in access.effective(tree, principals, memory_id):
+            held = access.effective(tree, principals, memory_id) if tree.exists(memory_id) else frozenset()
+            if privilege == "create" and self.holds_all.get(memory_id) and not held >= ALL_PRIVILEGES:
+                # Its memories were planned without the importer's own grant, counting on these.
+                self.call.audit(OPERATION, memory_id, "create", False, "refused: the importer's privileges here "
+                                "changed while the import was read")
+                raise ApiError(409, "memory_busy", "The importer's privileges on a memory it writes below changed "
+                               "while the import was read; send it again.", param="memory_id",
+                               detail={"memory_id": memory_id})
+            if privilege not in held:
                 decision = access.explain(tree, principals, memory_id) if tree.exists(memory_id) else None
                 self.call.audit(OPERATION, memory_id, privilege, False,
                                 decision.reason(privilege) if decision else "refused: no such memory")

@@ -342,3 +342,28 @@ async def test_a_line_longer_than_the_limit_is_413_naming_it_whether_or_not_it_e
         assert answer.status_code == 413, answer.text
         assert answer.json()["error"]["detail"]["line"] == 2
     assert len(gateway.services.store.tree) == 0
+
+
+async def test_the_importer_gets_all_four_privileges_with_a_grant_only_where_inheritance_would_not_give_them(
+        gateway: Gateway) -> None:  # fmt: skip
+    """Below a parent where the importer holds every privilege, its memories inherit them and no grant a
+    memory is written; below one where it holds only `create`, each memory at the top of the import gets
+    the importer's implicit grant, as a single create would. Either way it holds all four on each."""
+    owned = await gateway.root("Owned")  # made by this admin: it holds all four there
+    other = await gateway.root("Other")
+    made = await gateway.admin.post("/v1/members", json={"name": "second admin", "type": "human", "admin": True})
+    second_id = made.json()["id"]
+    key = (await gateway.admin.post(f"/v1/members/{second_id}/keys")).json()["key"]
+    second = gateway.client(key)
+    await gateway.grant(other["id"], f"member:{second_id}", "create")
+    await gateway.grant(owned["id"], f"member:{second_id}", "read", "write", "create", "delete")
+    lines = [{"id": f"own-{i}", "name": "n", "parent": owned["id"]} for i in range(50)]
+    lines += [{"id": f"oth-{i}", "name": "n", "parent": other["id"]} for i in range(50)]
+    answer = await post_import(second, body(*lines))
+    assert answer_lines(answer)[-1]["grants"] == 50, answer.text
+    tree = gateway.services.store.tree
+    assert all(not tree.grants_on(f"own-{i}") for i in range(50))
+    assert all(len(tree.grants_on(f"oth-{i}")) == 1 for i in range(50))
+    for memory_id in ("own-7", "oth-7"):
+        seen = await second.get(f"/v1/memories/{memory_id}")
+        assert set(seen.json()["privileges"]) == {"read", "write", "create", "delete"}, seen.text
