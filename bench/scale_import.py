@@ -113,7 +113,7 @@ async def one(size: int, grants: int, config: Path | None, scratch: Path) -> str
         if code != 0:
             return f"{size:>9,} memories: import failed: {err.getvalue().strip()[-300:]}"
         report = json.loads(out.getvalue())
-        return (f"{report['memories']:>9,} memories + {report['grants'] - REGIONS:,} grants ({megabytes:.0f} MB): "
+        return (f"{report['memories']:>9,} memories + {report['grants']:,} grants written ({megabytes:.0f} MB): "
                 f"{seconds:6.1f} s, {report['memories'] / seconds:,.0f} memories/s (server CPU {cpu:.1f} s, "
                 f"{report['memories'] / cpu:,.0f} memories per CPU second); server RSS after "
                 f"{rss_mb(server.process.pid):,.0f} MB; longest /healthz {health:,.0f} ms, "
