@@ -21,6 +21,7 @@ from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine
+from gateway.state.newest import NewestProbe
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
@@ -40,6 +41,7 @@ class StateStore:
         self.claims = Claims()
         self.directory = Directory()
         self.changes = coherence.ChangeMark()
+        self._newest = NewestProbe(engine.url)
         self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
 
     @classmethod
@@ -76,6 +78,7 @@ class StateStore:
             await engine.dispose()
 
     async def close(self) -> None:
+        self._newest.close()
         await self.engine.dispose()
 
     async def _load(self) -> None:
@@ -101,8 +104,10 @@ class StateStore:
 
     async def catch_up(self) -> None:
         """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
-        async with self.engine.connect() as conn:
-            newest = await coherence.latest(conn)
+        newest = self._newest.newest()
+        if newest is None:
+            async with self.engine.connect() as conn:
+                newest = await coherence.latest(conn)
         if newest <= self.changes.seen:
             return
         async with self.changes.lock:
