@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
+from cachetools import LRUCache
 
 from adapters.base import (
     Capabilities,
@@ -128,6 +129,7 @@ class Mem0Provider(Mem0Reads, Mem0Erase):
         self._prefix = entity_prefix
         self._entities: dict[str, str] = {}  # memory id -> entity id, checked once (a dict: read per item)
         self._decoded = DecodedItems()  # a memory asked again is not decoded again
+        self._scopes = LRUCache(maxsize=64)  # the entities of a recall's memories (Mem0Recall._scope)
         self._wire = Wire(client, base_url=base_url, key=Secret(api_key), dialect=dialect, timeout=timeout)
         self._sizes = EntitySizes(self._wire)
         limit = OSS_RECORDS_PER_MEMORY if variant == "oss" else None

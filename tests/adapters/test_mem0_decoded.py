@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from adapters.base import NewRecord, Part, RecallQuery, Writer
+from adapters.base import NewRecord, Part, ProviderRejected, RecallQuery, Writer
 from adapters.mem0 import _records as records
 from tests.adapters.fake_mem0 import FakeMem0, mem0_provider
 
@@ -57,3 +57,30 @@ async def test_a_memory_changed_at_mem0_after_it_was_read_reads_changed(variant:
         stored["memory"] = "Acme renews in May"
         changed = await mem0.get(MEM, record.id)
     assert (changed.version, changed.written_by.kind, changed.content[0].text) == (2, "provider", "Acme renews in May")
+
+
+async def test_the_entities_of_a_recalls_memories_are_worked_out_once() -> None:
+    """Two recalls over the same few hundred memories look up each memory's entity on the first only; a
+    memory id mem0 cannot hold is still refused, every time."""
+    fake = FakeMem0("platform", KEY)
+    memories = [f"hmem_{n:032x}" for n in range(300)]
+    async with mem0_provider("platform", fake) as mem0:
+        await mem0.remember(memories[7], note("renewal terms"))
+        looked: list[str] = []
+        real = mem0._entity
+
+        def counting(memory_id: str) -> str:
+            looked.append(memory_id)
+            return real(memory_id)  # type: ignore[no-any-return]
+
+        mem0._entity = counting
+        query = RecallQuery(query="renewal terms", limit=5)
+        first = await mem0.recall(memories, query)
+        after_first = len(looked)
+        second = await mem0.recall(memories, query)
+        assert after_first >= len(memories)
+        assert len(looked) - after_first < 10  # the hits' own checks, not one per memory
+        assert [h.record for h in second.hits] == [h.record for h in first.hits] and len(first.hits) == 1
+        for _ in range(2):
+            with pytest.raises(ProviderRejected):
+                await mem0.recall([*memories, "hmem_not a memory"], query)
