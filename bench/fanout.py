@@ -200,6 +200,7 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
     vendor_busy: list[float] = []
     before: list[float] = []
     after: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
         vendors.calls(reset=True)
         if counts == "cold":
@@ -207,8 +208,12 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
         else:
             gw.services.counts.expire_all()
         gc.collect()  # the bench's own garbage is not the recall's to collect
+        # The gateway's CPU on this recall (this process's, while the client waits for its answer): on a
+        # machine shared with other work, wall times vary with the load, this much less.
+        cpu_before = time.process_time()
         started, ended, status, body = await client.recall(f"/v1/memories/{root_id}/recall", FILTERED if filters
                                                            else {"query": "needle", "limit": 20})
+        cpu.append(time.process_time() - cpu_before)
         await quiet(vendors)  # the counts after the answer finish before the next run
         walls.append(ended - started)
         made_calls = vendors.calls()
@@ -241,6 +246,8 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
           "   (wall minus time at the vendors)")
     print(f"  of which      p50 {statistics.median(before) * 1000:7.1f} ms before the first vendor call, "
           f"{statistics.median(after) * 1000:.1f} ms after the last answer")
+    print(f"gateway CPU    p50 {statistics.median(cpu) * 1000:7.1f} ms   max {max(cpu) * 1000:7.1f} ms"
+          "   (this process while the recall ran: its whole work on it, overlapped or not)")
     print(f"vendor calls per recall: {statistics.median(calls):.0f} ({searches} searches; the rest count the "
           f"root's children, after the answer); by vendor in the last run: {per_vendor}")
     print(f"before the answer: {statistics.median(asked_before):.0f} vendor calls; Zep answered "
