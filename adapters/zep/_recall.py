@@ -7,11 +7,14 @@ fused by reciprocal rank, as every provider fuses its signals.
 - What Zep can judge is asked of it: current facts only (`invalid_at`/`expired_at` is null) unless
   `include: all`; a type whose records are episodes by memfed's `memfed_type` key (v4 `metadata_filters`).
   The rest (`types` across kinds, `as_of`, v4's closing marks) is judged here on what comes back.
-- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing. A recall by
-  `filters` alone narrows the listing where that keeps every answer the same (`_listing`): no edges when
-  no fact can pass; on v4, `type` and the `filter_attributes` keys sent to an episodes-only listing and
-  `time.valid_from` to the edge listing (`_pushdown`), the candidates' chains then listed whole. Every
-  condition is judged here on what came back; `RecallAnswer.emulated` names what memfed judged alone.
+- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing, narrowed
+  where that keeps every answer the same (`_listing`): no edges when no fact can pass and none was
+  searched up; on v4, `type` and the `filter_attributes` keys sent to an episodes-only listing and
+  `time.valid_from` to the edge listing (`_pushdown`), the candidates' chains then listed whole. A
+  searched recall narrows the same listing, never the search (each signal ranks on its own: a record
+  matching the question and not the filters is still answered), and the hits the narrowed listing left
+  out are read through their own chains. Every condition is judged here on what came back;
+  `RecallAnswer.emulated` names what memfed judged alone.
 - A hit on a version that a later one closed is dropped (or, with `include: all`, read as its record's
   current version). Edges and v4 objects say so themselves; a v3 node or episode cannot, so its graph
   is listed once to know.
