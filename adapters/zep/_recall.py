@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -135,19 +135,30 @@ class ZepRecall(ZepReads):
         asked = [(s, t) for s, t in signals if t]
         kinds = kinds_for(query.types)
         searches = [(signal, kind, words) for signal, words in asked for kind in kinds]
+        # The listing starts with the searches: only its chains of the hits it left out wait for them.
+        searching = asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+
+        async def hits() -> dict[Kind, builtins.list[dict[str, Any]]]:
+            by_kind: dict[Kind, builtins.list[dict[str, Any]]] = {}
+            for (_, kind, _), items in zip(searches, await searching, strict=True):
+                by_kind.setdefault(kind, []).extend(items)
+            return by_kind
+
+        loaded: dict[str, builtins.list[records.Version]] | None = None
         try:
-            found = await asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+            if query.filters or query.include == "all" or query.as_of is not None or (
+                    self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
+                loaded = await self._listing(memory_id, graph, query, pushed, hits, {k for _, k, _ in searches})
+            found = await searching
         except NotFound:
             if await self._vanished(memory_id, graph):
                 return []
             raise
-        loaded: dict[str, builtins.list[records.Version]] | None = None
-        if query.filters or query.include == "all" or query.as_of is not None or (
-                self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
-            hits: dict[Kind, builtins.list[dict[str, Any]]] = {}
-            for (_, kind, _), items in zip(searches, found, strict=True):
-                hits.setdefault(kind, []).extend(items)
-            loaded = await self._listing(memory_id, graph, query, pushed, hits)
+        finally:
+            if not searching.done():
+                searching.cancel()  # the listing failed or was cancelled: no search outlives the recall
+            elif not searching.cancelled():
+                searching.exception()  # retrieved: a search error the listing's own error hid is not logged
         out: list[tuple[Signal, list[Record]]] = []
         for (signal, kind, _), items in zip(searches, found, strict=True):
             ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]
@@ -161,11 +172,13 @@ class ZepRecall(ZepReads):
         return out
 
     async def _listing(self, memory_id: str, graph: Graph, query: RecallQuery, pushed: _pushdown.Pushdown,
-                       hits: Mapping[Kind, Sequence[dict[str, Any]]]) -> dict[str, builtins.list[records.Version]]:
+                       hits: Callable[[], Awaitable[Mapping[Kind, Sequence[dict[str, Any]]]]], searched: set[Kind]
+                       ) -> dict[str, builtins.list[records.Version]]:
         """The records a recall reads through: the graph's listing, narrowed where the recall's `filters`
-        let it be (`pushdown`); a searched hit the narrowed listing left out is read with its chain."""
+        let it be (`pushdown`); a searched hit (of the `searched` kinds, `hits` once the searches answer)
+        the narrowed listing left out is read with its chain."""
         kinds, listing = listing_for(query)
-        if not hits.get("edge") and not _pushdown.admits_type(query.filters, query.types, "fact"):
+        if "edge" not in searched and not _pushdown.admits_type(query.filters, query.types, "fact"):
             # No other record references an edge (a derived one references nodes and episodes), so a
             # recall whose every list excludes facts (no fact searched up either) does not list them.
             kinds = tuple(k for k in kinds if k != "edge")
@@ -183,7 +196,7 @@ class ZepRecall(ZepReads):
         try:
             listed = await asyncio.gather(*(
                 self._listed(memory_id, graph, kind, kind_listing, kind in chained,
-                             hits.get(kind, ()) if kind_listing != listing else ())
+                             hits if kind_listing != listing and kind in searched else None)
                 for kind, kind_listing in listings.items()))
         except NotFound:
             if await self._vanished(memory_id, graph):
@@ -192,7 +205,8 @@ class ZepRecall(ZepReads):
         return self._chains(memory_id, dict(zip(listings, listed, strict=True)))
 
     async def _listed(self, memory_id: str, graph: Graph, kind: Kind, listing: ListFilters, chained: bool,
-                      hits: Sequence[dict[str, Any]] = ()) -> builtins.list[dict[str, Any]]:
+                      hits: Callable[[], Awaitable[Mapping[Kind, Sequence[dict[str, Any]]]]] | None = None
+                      ) -> builtins.list[dict[str, Any]]:
         """The objects of `kind` Zep admits under `listing` with the searched `hits` it left out and, for
         every hit added (and, when `chained`, every record admitted), every version of the record (a second
         listing by `memfed_record`): a version filtered out may be the one that closed a matching one, or
@@ -200,7 +214,7 @@ class ZepRecall(ZepReads):
         found = await self._objects(graph, kind, listing)
         seen = {str(item["uuid"]) for item in found}
         wanted = list(found) if chained else []
-        for item in hits:
+        for item in (await hits()).get(kind, ()) if hits is not None else ():
             if str(item["uuid"]) not in seen:
                 seen.add(str(item["uuid"]))
                 found.append(item)

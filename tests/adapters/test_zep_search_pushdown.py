@@ -8,13 +8,15 @@ judged alone."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import pytest
 
-from adapters.base import Condition, RecallQuery
+from adapters.base import Condition, ProviderUnavailable, RecallQuery
 from adapters.zep import _pushdown
 from tests.adapters import _fake_zep_routes as routes
 from tests.adapters.fake_zep import FakeZep, zep_provider
@@ -145,3 +147,52 @@ async def test_a_searched_recall_sends_valid_from_to_the_edge_listing(monkeypatc
     assert [h.record for h in answer.hits] == [h.record for h in whole_answer.hits]
     assert edges[0] is not None and "date_filters" in edges[0]
     assert objects < all_objects and answer.emulated == ("filters",)
+
+
+async def test_the_narrowed_listing_is_asked_while_the_searches_are_outstanding(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the chains of the hits wait for the searches: the episode listing is asked before any search
+    answers (the searches here answer only once it has been), so the searched recall costs search and
+    listing at once, then the chains; the answer is the one memfed judges."""
+    fake = FakeZep("v4")
+    listed = asyncio.Event()
+    armed = False
+    respond = fake.respond
+
+    async def held(request: httpx.Request) -> httpx.Response:
+        if armed and request.url.path.endswith("/episodes/list"):
+            listed.set()
+        elif armed and "/search/" in request.url.path:
+            await listed.wait()
+        return await respond(request)
+
+    monkeypatch.setattr(fake, "respond", held)
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        ids = await seed(zep, fake, Stamps())
+        armed = True
+        sent, answer, _ = await asyncio.wait_for(searched(zep, fake, "Acme", ACME, types=EPISODE_TYPES), timeout=10)
+    assert set(sent) == {ids["acme"], ids["how"]} and answer.emulated == ()
+
+
+async def test_a_listing_that_fails_leaves_no_search_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing refused while the searches are still out (here they never answer): the recall fails as
+    the listing did and the searches are cancelled with it, not left running after the recall."""
+    fake = FakeZep("v4")
+    armed = False
+    respond = fake.respond
+
+    async def unanswered(request: httpx.Request) -> httpx.Response:
+        if armed and "/search/" in request.url.path:
+            await asyncio.Event().wait()
+        return await respond(request)
+
+    monkeypatch.setattr(fake, "respond", unanswered)
+    async with zep_provider("v4", fake, filter_attributes=ACCOUNT) as zep:
+        await seed(zep, fake, Stamps())
+        fake.fail("500", times=100, when=lambda r: r.url.path.endswith("/episodes/list"))
+        armed = True
+        with pytest.raises(ProviderUnavailable):
+            await asyncio.wait_for(searched(zep, fake, "Acme", ACME, types=EPISODE_TYPES), timeout=10)
+        await asyncio.sleep(0)  # the cancelled searches end on the loop's next turn
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+    assert others == []
