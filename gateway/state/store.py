@@ -21,7 +21,7 @@ from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine
-from gateway.state.rows import grant_of_row, grant_row, node_of_row
+from gateway.state.rows import grant_of_row, grant_row, node_of_row, node_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from gateway.telemetry import metrics
@@ -288,7 +288,7 @@ class StateStore:
                 await tree_writes.lock_tree(conn)
                 if parent_id is not None:
                     await tree_writes.check_parent(conn, parent_id)
-                await conn.execute(insert(t.memories).values(**node.__dict__))
+                await conn.execute(insert(t.memories).values(node_row(node)))
                 await conn.execute(insert(t.grants).values(grant_row(grant, stamp)))
                 await coherence.record(conn, "memory", [node.id])
                 await coherence.record(conn, "grants", [node.id])

@@ -6,13 +6,17 @@ same call that commits each change, so the two never disagree for a request serv
 
 from __future__ import annotations
 
+import sys
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from policies.access import MAX_DEPTH, BrokenTree, Grant
 
+SortKey = tuple[int, str]  # (created_at, id): the order of siblings, and where a page resumes among them
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class MemoryNode:
     id: str
     name: str
@@ -24,9 +28,24 @@ class MemoryNode:
     created_at: int
     updated_at: int
 
+    @property
+    def key(self) -> SortKey:
+        return self.created_at, self.id
+
+
+def compact(node: MemoryNode) -> MemoryNode:
+    """The node as the tree keeps it: at a million memories each byte counts a megabyte. The few providers
+    and creators are shared strings, and an `updated_at` equal to `created_at` is the same int."""
+    updated = node.created_at if node.updated_at == node.created_at else node.updated_at
+    return MemoryNode(node.id, node.name, node.description, node.parent_id, node.restricted,
+                      sys.intern(node.provider), sys.intern(node.created_by), node.created_at, updated)
+
 
 class Tree:
     """Nodes by id, children by parent, grants by memory and by principal. Implements TreeView.
+
+    Siblings are kept in `SortKey` order, so a listing resumes among them by bisection. Only a memory with
+    children has a list, and grants on a memory are a tuple: most memories hold one grant and no child.
 
     `version` goes up with every change, so what was computed from the tree can be kept until it does."""
 
@@ -34,9 +53,11 @@ class Tree:
         self.version = 0
         self._nodes: dict[str, MemoryNode] = {}
         self._children: dict[str | None, list[str]] = {None: []}
-        self._grants_on: dict[str, list[Grant]] = {}
+        self._grants_on: dict[str, tuple[Grant, ...]] = {}
         self._grants_to: dict[str, list[Grant]] = {}
         self._grants_by_id: dict[str, Grant] = {}
+        self._privileges: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct set
+        self._restricted_under: dict[str | None, set[str]] = {}  # only parents with a restricted child
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -62,6 +83,18 @@ class Tree:
 
     def grants_to(self, principal: str) -> Sequence[Grant]:
         return self._grants_to.get(principal, ())
+
+    def restricted_children_of(self, memory_id: str) -> Iterator[str]:
+        return iter(self._restricted_under.get(memory_id, ()))
+
+    def sort_key(self, memory_id: str) -> SortKey | None:
+        node = self._nodes.get(memory_id)
+        return (node.created_at, node.id) if node is not None else None
+
+    def index_after(self, parent_id: str | None, key: SortKey) -> int:
+        """Where the siblings under `parent_id` that sort after `key` begin (`key` need not be one of them)."""
+        nodes = self._nodes
+        return bisect_right(self._children.get(parent_id, ()), key, key=lambda m: (nodes[m].created_at, m))
 
     # -- reads
 
@@ -150,13 +183,76 @@ class Tree:
 
     def put(self, node: MemoryNode) -> None:
         self.version += 1
+        node = compact(node)
         old = self._nodes.get(node.id)
         if old is not None and old.parent_id != node.parent_id:
-            self._children[old.parent_id].remove(node.id)
-        if old is None or old.parent_id != node.parent_id:
-            self._children.setdefault(node.parent_id, []).append(node.id)
-        self._children.setdefault(node.id, [])
+            self._unlink(old)
         self._nodes[node.id] = node
+        if old is None or old.parent_id != node.parent_id:
+            self._link(node)
+        elif old.restricted != node.restricted:
+            self._mark_restricted(node)
+
+    def put_unordered(self, node: MemoryNode) -> None:
+        """A new node appended to its siblings whatever its key (a load in chunks): `order_children` must
+        follow before the tree is read."""
+        node = compact(node)
+        self._nodes[node.id] = node
+        siblings = self._children.get(node.parent_id)
+        if siblings is None:
+            self._children[node.parent_id] = [node.id]
+        else:
+            siblings.append(node.id)
+        if node.restricted:
+            self._mark_restricted(node)
+
+    def order_children(self) -> Iterator[int]:
+        """Sort every list of siblings into key order; yields after each thousand lists, so a caller may let
+        others run in between."""
+        nodes = self._nodes
+        for done, siblings in enumerate(list(self._children.values()), start=1):
+            siblings.sort(key=lambda m: (nodes[m].created_at, m))
+            if done % 1000 == 0:
+                yield done
+        self.version += 1
+
+    def _mark_restricted(self, node: MemoryNode) -> None:
+        if node.restricted:
+            self._restricted_under.setdefault(node.parent_id, set()).add(node.id)
+            return
+        held = self._restricted_under.get(node.parent_id)
+        if held is not None:
+            held.discard(node.id)
+            if not held:
+                del self._restricted_under[node.parent_id]
+
+    def _link(self, node: MemoryNode) -> None:
+        if node.restricted:
+            self._mark_restricted(node)
+        siblings = self._children.get(node.parent_id)
+        if siblings is None:
+            self._children[node.parent_id] = [node.id]
+            return
+        last = self._nodes[siblings[-1]] if siblings else None
+        if last is None or (last.created_at, last.id) < (node.created_at, node.id):
+            siblings.append(node.id)  # the usual case: a new memory is the newest of its siblings
+        else:
+            nodes = self._nodes
+            siblings.insert(bisect_left(siblings, (node.created_at, node.id),
+                                        key=lambda m: (nodes[m].created_at, m)), node.id)
+
+    def _unlink(self, node: MemoryNode) -> None:
+        if node.restricted:
+            self._mark_restricted(replace(node, restricted=False))
+        siblings = self._children[node.parent_id]
+        nodes = self._nodes
+        at = bisect_left(siblings, (node.created_at, node.id), key=lambda m: (nodes[m].created_at, m))
+        if at < len(siblings) and siblings[at] == node.id:
+            del siblings[at]
+        else:  # keys out of order (never expected): find it the slow way
+            siblings.remove(node.id)
+        if not siblings and node.parent_id is not None:
+            del self._children[node.parent_id]
 
     def update(self, memory_id: str, **changes: object) -> MemoryNode:
         node = replace(self._nodes[memory_id], **changes)  # type: ignore[arg-type]
@@ -166,20 +262,24 @@ class Tree:
     def remove_subtree(self, memory_id: str) -> list[str]:
         self.version += 1
         removed = self.subtree(memory_id)
-        parent = self.parent_of(memory_id)
-        self._children[parent].remove(memory_id)
+        self._unlink(self._nodes[memory_id])
         for node_id in removed:
             for grant in list(self._grants_on.get(node_id, ())):
                 self.remove_grant(grant.id)
             self._grants_on.pop(node_id, None)
             self._children.pop(node_id, None)
+            self._restricted_under.pop(node_id, None)
             del self._nodes[node_id]
         return removed
 
     def add_grant(self, grant: Grant) -> None:
         self.version += 1
+        node = self._nodes.get(grant.memory_id)
+        privileges = self._privileges.setdefault(grant.privileges, grant.privileges)
+        grant = Grant(grant.id, node.id if node is not None else grant.memory_id, sys.intern(grant.principal),
+                      privileges, grant.implicit)
         self._grants_by_id[grant.id] = grant
-        self._grants_on.setdefault(grant.memory_id, []).append(grant)
+        self._grants_on[grant.memory_id] = (*self._grants_on.get(grant.memory_id, ()), grant)
         self._grants_to.setdefault(grant.principal, []).append(grant)
 
     def remove_grant(self, grant_id: str) -> Grant | None:
@@ -187,8 +287,15 @@ class Tree:
         grant = self._grants_by_id.pop(grant_id, None)
         if grant is None:
             return None
-        self._grants_on[grant.memory_id].remove(grant)
-        self._grants_to[grant.principal].remove(grant)
+        kept = tuple(g for g in self._grants_on[grant.memory_id] if g.id != grant_id)
+        if kept:
+            self._grants_on[grant.memory_id] = kept
+        else:
+            del self._grants_on[grant.memory_id]
+        held = self._grants_to[grant.principal]
+        held.remove(grant)
+        if not held:
+            del self._grants_to[grant.principal]
         return grant
 
 
