@@ -316,7 +316,7 @@ def entry_candidates(tree: TreeView, principals: frozenset[str]) -> Iterator[str
     be entry points."""
     seen: set[str] = set()
     for principal in sorted(principals):
-        for grant in tree.grants_to(principal):
+        for grant in tuple(tree.grants_to(principal)):  # a copy: a caller may pause between candidates
             if grant.privileges and grant.memory_id not in seen and tree.exists(grant.memory_id):
                 seen.add(grant.memory_id)
                 yield grant.memory_id

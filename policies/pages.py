@@ -82,9 +82,7 @@ def descendants_page(tree: OrderedTree, principals: frozenset[str], root_id: str
     frames = _resume(tree, principals, root_id, after, complete)
     out: list[str] = []
     emitted: list[str] | None = None  # the walk's path when the last listed memory was listed
-    walked = 0
-    for memory_id, privileges in _walk(tree, principals, frames, root_id):
-        walked += 1
+    for walked, (memory_id, privileges) in enumerate(_walk(tree, principals, frames, root_id), start=1):
         if privileges:
             if len(out) == limit:
                 return Page(out, _keys(tree, emitted or []))
@@ -103,7 +101,7 @@ def _keys(tree: OrderedTree, path: Sequence[str]) -> list[SortKey]:
 class _Frame:
     """Where the walk stands at one level: the memory, its privileges, the index of its next child."""
 
-    __slots__ = ("node", "privileges", "index")
+    __slots__ = ("index", "node", "privileges")
 
     def __init__(self, node: str, privileges: frozenset[str], index: int) -> None:
         self.node, self.privileges, self.index = node, privileges, index

@@ -21,6 +21,7 @@ from gateway.state import coherence, startup, tree_writes
 from gateway.state import schema as t
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine
+from gateway.state.entries import EntryPoints
 from gateway.state.rows import grant_of_row, grant_row, node_of_row, node_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
@@ -34,6 +35,7 @@ class StateStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.tree = Tree()
+        self.entries = EntryPoints(self.tree)  # each caller's entry points, kept per version of the tree
         # Tree changes one at a time (gateway/state/tree_writes.py): a route holds the lock from its checks
         # to its write; a delete claims its subtree while the providers drop its records.
         self.tree_lock = TreeLock()
