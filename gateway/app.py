@@ -59,6 +59,7 @@ from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
 from gateway.services import Services
 from gateway.state.files import FileStore
+from gateway.state.loading import LoadProgress
 from gateway.state.private_files import private_dir, private_file
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
@@ -92,7 +93,7 @@ def endpoints() -> list[Endpoint]:
 
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None,
-                        first_admin: bool = False) -> Services:
+                        first_admin: bool = False, progress: LoadProgress | None = None) -> Services:
     """Everything a request needs, opened; on any failure (or a cancellation) what was opened is closed again,
     so a start that fails leaves no connection thread behind to keep the process from exiting.
 
@@ -106,7 +107,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     given = os.environ.get("MEMFED_ADMIN_KEY", "") if first_admin else None
     async with contextlib.AsyncExitStack() as opened:
         store = await StateStore.open(url, search_path=config.state_schema, schemas=(create_audit_tables_on,),
-                                      first_admin=given)
+                                      first_admin=given, progress=progress)
         opened.push_async_callback(store.close)
         if store.first_admin and not given:
             print(f"memfed: created the first admin member {store.first_admin[0]}; its API key (shown once): "

@@ -1,7 +1,11 @@
 """`memfed serve`: bind the port, load the state beside it, serve, and stop gracefully.
 
-* The port is bound at once and answers the probes (`/readyz` says `loading`) while the state store is
-  opened and loaded; other requests are 503 until then.
+* The port is bound at once and answers the probes (`/readyz` says `loading`, with how far the tree's
+  load is) while the state store is opened and loaded in chunks that let the loop run between them
+  (gateway/state/loading.py); other requests are 503 until then. A state store that cannot be reached,
+  or whose memories are no tree, fails the load: one line, exit status 2. The garbage collector rests
+  during the load and what was loaded is frozen out of its reach after it: a full collection over a
+  million nodes would hold the loop for a second, and finds nothing to free in them.
 * A start that cannot work ends the process with one line on standard error and exit status 2, having
   closed what it opened (a connection thread left open would keep the process alive after the failure).
 * The first SIGTERM (or SIGINT) drains: readiness turns 503, the listening socket closes, requests already
@@ -13,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import os
@@ -28,7 +33,6 @@ from gateway.app import begin_serving, create_app, end_serving, open_services
 from gateway.config import Config
 from gateway.ops.failure import one_line
 from gateway.services import Services
-from gateway.state.store import StateStore
 from gateway.telemetry.export import Telemetry
 from gateway.telemetry.tracing import flush as flush_spans
 
@@ -67,21 +71,20 @@ def run(config: Config) -> int:
 
 
 async def _serve(config: Config) -> int:
-    try:
-        # A state store whose memories hold a cycle, or one that cannot be reached, stops the start here,
-        # before the port is bound.
-        await StateStore.check_tree(config.database_url(), search_path=config.state_schema)
-    except Exception as exc:
-        print(f"memfed: {one_line(exc, config)}", file=sys.stderr, flush=True)
-        return FAILED
     readiness, telemetry = Readiness(), Telemetry(config)
     app = create_app(config, freeze_heap=True, readiness=readiness, telemetry=telemetry)
     server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
                             readiness)
     serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
-    opening = asyncio.create_task(open_services(config, first_admin=True), name="memfed-open")
-    await asyncio.wait({serving, opening}, return_when=asyncio.FIRST_COMPLETED)
+    gc.disable()
+    opening = asyncio.create_task(open_services(config, first_admin=True, progress=readiness.progress),
+                                  name="memfed-open")
+    try:
+        await asyncio.wait({serving, opening}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gc.freeze()
+        gc.enable()
     if serving.done():  # stopped (a signal, a port in use) before the state was in
         opening.cancel()
         opened = (await asyncio.gather(opening, return_exceptions=True))[0]

@@ -22,8 +22,9 @@ from gateway.state import schema as t
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine
 from gateway.state.entries import EntryPoints
-from gateway.state.rows import grant_of_row, grant_row, node_of_row, node_row
-from gateway.state.tree import MemoryNode, Tree, refuse_broken
+from gateway.state.loading import LoadProgress, load_tree
+from gateway.state.rows import grant_row, node_row
+from gateway.state.tree import MemoryNode, Tree
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from gateway.telemetry import metrics
 from policies.access import PRIVILEGES, Grant
@@ -46,7 +47,7 @@ class StateStore:
 
     @classmethod
     async def open(cls, url: str, *, search_path: str | None = None, schemas: Sequence[Creator] = (),
-                   first_admin: str | None = None) -> StateStore:
+                   first_admin: str | None = None, progress: LoadProgress | None = None) -> StateStore:
         """The store on `url`, loaded; StateCorrupt when its memories are not a tree.
 
         Its tables, those `schemas` create (the decision log's) and, given `first_admin` (a key, or "" for
@@ -62,7 +63,7 @@ class StateStore:
                 made = await startup.make_first_admin(conn, first_admin or None) if first_admin is not None else None
             store = cls(engine)
             store.first_admin = made
-            await store._load()
+            await store._load(progress)
         except BaseException:
             await engine.dispose()
             raise
@@ -80,8 +81,8 @@ class StateStore:
     async def close(self) -> None:
         await self.engine.dispose()
 
-    async def _load(self) -> None:
-        directory, tree = Directory(), Tree()
+    async def _load(self, progress: LoadProgress | None = None) -> None:
+        directory = Directory()
         async with self.engine.connect() as conn:
             mark = await coherence.latest(conn)  # before the rows: a change landing meanwhile is applied again
             for row in await conn.execute(select(t.members)):
@@ -92,11 +93,7 @@ class StateStore:
                 directory.put_group(GroupRow(row.id, row.name, row.created_at))
             for row in await conn.execute(select(t.group_members)):
                 directory.join(row.group_id, row.member_id)
-            for row in await conn.execute(select(t.memories)):
-                tree.put(node_of_row(row))
-            refuse_broken(tree)
-            for row in await conn.execute(select(t.grants)):
-                tree.add_grant(grant_of_row(row))
+            tree = await load_tree(conn, progress)  # in chunks, letting the event loop run between them
         self.directory = directory
         self.tree.replace_with(tree)
         self.changes.seen = mark

@@ -152,17 +152,28 @@ class Tree:
 
     def broken_chain(self) -> tuple[str, list[str]] | None:
         """What keeps the parent links from being a tree, or None: `("cycle", the memories of a cycle)` or
-        `("too_deep", [a memory deeper than MAX_DEPTH])`.
+        `("too_deep", [a memory deeper than MAX_DEPTH])`."""
+        for found in self.checking_chain():
+            if found is not None:
+                return found
+        return None
+
+    def checking_chain(self, every: int = 5000) -> Iterator[tuple[str, list[str]] | None]:
+        """`broken_chain` in steps: yields None after each `every` memories walked from, and what is broken
+        as soon as it is found.
 
         Each memory is walked up once: a walk stops at a memory already known to reach a root."""
         depth_of: dict[str | None, int] = {None: -1}  # memory -> its depth below its root
-        for start in self._nodes:
+        for count, start in enumerate(list(self._nodes), start=1):
+            if count % every == 0:
+                yield None
             walked: list[str] = []
             on_walk: set[str] = set()
             node: str | None = start
             while node is not None and node in self._nodes and node not in depth_of:
                 if node in on_walk:
-                    return "cycle", walked[walked.index(node):]
+                    yield "cycle", walked[walked.index(node):]
+                    return
                 walked.append(node)
                 on_walk.add(node)
                 node = self._nodes[node].parent_id
@@ -170,8 +181,8 @@ class Tree:
             for steps, memory_id in enumerate(reversed(walked), start=1):
                 depth_of[memory_id] = base + steps
             if walked and depth_of[walked[0]] > MAX_DEPTH:
-                return "too_deep", [walked[0]]
-        return None
+                yield "too_deep", [walked[0]]
+                return
 
     # -- changes (called by the store after its commit)
 
@@ -307,15 +318,17 @@ def refuse_broken(tree: Tree) -> None:
     """StateCorrupt naming the memories when the tree is not one. A cycle would send every walk up the tree
     round it for good: refusing to serve beats hanging on the first listing."""
     broken = tree.broken_chain()
-    if broken is None:
-        return
-    kind, ids = broken
+    if broken is not None:
+        raise broken_tree_error(*broken)
+
+
+def broken_tree_error(kind: str, ids: list[str]) -> StateCorrupt:
     if kind == "cycle":
         shown = " -> ".join([*ids[:8], *(["..."] if len(ids) > 8 else []), ids[0]])
-        raise StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
-                           "of one of them (table memories) to break it before starting")
-    raise StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
-                       "shorten its chain of parents (table memories) before starting")
+        return StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
+                            "of one of them (table memories) to break it before starting")
+    return StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
+                        "shorten its chain of parents (table memories) before starting")
 
 
 def refresh(tree: Tree, nodes: dict[str, MemoryNode], gone: set[str], grants: dict[str, list[Grant]]) -> None:
