@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.state import schema as t
-from gateway.state.rows import grant_of_row, node_of_row
+from gateway.state.rows import privileges_of_text
 from gateway.state.tree import Tree, broken_tree_error
 
 CHUNK = 2000  # rows turned into nodes between two yields: a few milliseconds
@@ -45,8 +45,7 @@ async def load_tree(conn: AsyncConnection, progress: LoadProgress | None = None)
     tree = Tree()
     rows = await conn.stream(select(t.memories))
     async for part in rows.partitions(CHUNK):
-        for row in part:
-            tree.put_unordered(node_of_row(row))
+        tree.load_nodes(part)
         progress.done += len(part)
         await asyncio.sleep(0)
     for _sorted in tree.order_children():
@@ -57,8 +56,7 @@ async def load_tree(conn: AsyncConnection, progress: LoadProgress | None = None)
         await asyncio.sleep(0)
     rows = await conn.stream(select(t.grants))
     async for part in rows.partitions(CHUNK):
-        for row in part:
-            tree.add_grant(grant_of_row(row))
+        tree.load_grants(part, privileges_of_text)
         progress.done += len(part)
         await asyncio.sleep(0)
     return tree

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from policies.access import MAX_DEPTH, BrokenTree, Grant
 
@@ -204,18 +205,47 @@ class Tree:
         elif old.restricted != node.restricted:
             self._mark_restricted(node)
 
-    def put_unordered(self, node: MemoryNode) -> None:
-        """A new node appended to its siblings whatever its key (a load in chunks): `order_children` must
-        follow before the tree is read."""
-        node = compact(node)
-        self._nodes[node.id] = node
-        siblings = self._children.get(node.parent_id)
-        if siblings is None:
-            self._children[node.parent_id] = [node.id]
-        else:
-            siblings.append(node.id)
-        if node.restricted:
-            self._mark_restricted(node)
+    def load_nodes(self, rows: Iterable[Sequence[Any]]) -> None:
+        """New nodes from `memories` rows (columns in table order), appended to their siblings whatever
+        their keys: `order_children` must follow before the tree is read. The load's hot loop."""
+        nodes, children, intern = self._nodes, self._children, sys.intern
+        restricted_under = self._restricted_under
+        for memory_id, name, description, parent_id, restricted, provider, created_by, created, updated in rows:
+            nodes[memory_id] = MemoryNode(memory_id, name, description, parent_id, bool(restricted),
+                                          intern(provider), intern(created_by), created,
+                                          created if updated == created else updated)
+            siblings = children.get(parent_id)
+            if siblings is None:
+                children[parent_id] = [memory_id]
+            else:
+                siblings.append(memory_id)
+            if restricted:
+                restricted_under.setdefault(parent_id, set()).add(memory_id)
+
+    def load_grants(self, rows: Iterable[Sequence[Any]], privileges_of: Callable[[str], frozenset[str]]) -> None:
+        """Grants from `grants` rows (id, memory_id, principal, privileges, implicit, ...): the load's other
+        hot loop, `add_grant` without its per-call checks."""
+        nodes, on, to, by_id = self._nodes, self._grants_on, self._grants_to, self._grants_by_id
+        shared = self._privileges
+        intern = sys.intern
+        by_text: dict[str, frozenset[str]] = {}  # rows repeat a few texts a million times
+        for grant_id, memory_id, principal, text, implicit, *_rest in rows:
+            node = nodes.get(memory_id)
+            privileges = by_text.get(text)
+            if privileges is None:
+                parsed = privileges_of(text)
+                privileges = by_text[text] = shared.setdefault(parsed, parsed)
+            grant = Grant(grant_id, node.id if node is not None else memory_id, intern(principal), privileges,
+                          bool(implicit))
+            by_id[grant_id] = grant
+            held = on.get(grant.memory_id)
+            on[grant.memory_id] = (grant,) if held is None else (*held, grant)
+            mine = to.get(grant.principal)
+            if mine is None:
+                to[grant.principal] = [grant]
+            else:
+                mine.append(grant)
+        self.version += 1
 
     def order_children(self) -> Iterator[int]:
         """Sort every list of siblings into key order; yields after each thousand lists, so a caller may let

@@ -66,8 +66,8 @@ def test_siblings_come_in_key_order_whatever_order_they_arrive_or_move_in() -> N
     assert list(tree.children_of("q")) == []
 
     loaded = Tree()
-    for name, parent, stamp in (("c", "p", 30), ("p", None, 0), ("a", "p", 10), ("b", "p", 20)):
-        loaded.put_unordered(_node(name, parent, stamp))
+    loaded.load_nodes([(name, name, "", parent, False, "local", "admin", stamp, stamp)
+                       for name, parent, stamp in (("c", "p", 30), ("p", None, 0), ("a", "p", 10), ("b", "p", 20))])
     list(loaded.order_children())
     assert list(loaded.children_of("p")) == ["a", "b", "c"]
 
