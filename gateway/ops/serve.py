@@ -23,6 +23,7 @@ import math
 import os
 import signal
 import sys
+from logging.handlers import MemoryHandler
 from types import FrameType
 
 import uvicorn
@@ -76,6 +77,7 @@ async def _serve(config: Config) -> int:
     server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
                             readiness)
+    held = HeldLines("uvicorn")  # said once the state is in; a start that fails says only its one line
     serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
     gc.disable()
     opening = asyncio.create_task(open_services(config, first_admin=True, progress=readiness.progress),
@@ -86,6 +88,7 @@ async def _serve(config: Config) -> int:
         gc.freeze()
         gc.enable()
     if serving.done():  # stopped (a signal, a port in use) before the state was in
+        held.release()
         opening.cancel()
         opened = (await asyncio.gather(opening, return_exceptions=True))[0]
         if isinstance(opened, Services):
@@ -95,9 +98,11 @@ async def _serve(config: Config) -> int:
     if (failure := opening.exception()) is not None:
         server.should_exit = True
         await serving
+        held.drop()
         await telemetry.close()
         print(f"memfed: {one_line(failure, config)}", file=sys.stderr, flush=True)
         return FAILED
+    held.release()
     services = opening.result()
     try:
         await begin_serving(app, services)
@@ -109,6 +114,32 @@ async def _serve(config: Config) -> int:
         await telemetry.close()
         flush_spans()
     return status
+
+
+class HeldLines:
+    """A logger's lines kept back while the state loads behind the bound port: when the load fails (a cycle
+    in the tree, an unreachable store) the start says one line, not the server's start and stop around it."""
+
+    def __init__(self, name: str) -> None:
+        self.logger = logging.getLogger(name)
+        self.handlers = list(self.logger.handlers)
+        self.kept = MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
+        self.logger.handlers = [self.kept]
+
+    def release(self) -> None:
+        """Say what was kept, in order, and log as before."""
+        if self.kept not in self.logger.handlers:
+            return
+        self.logger.handlers = self.handlers
+        for record in self.kept.buffer:
+            for handler in self.handlers:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+        self.kept.buffer.clear()
+
+    def drop(self) -> None:
+        self.kept.buffer.clear()
+        self.logger.handlers = self.handlers
 
 
 async def _until_stopped(server: uvicorn.Server) -> int:
