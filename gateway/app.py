@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
@@ -128,7 +129,9 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
             from gateway.identity.oidc import OidcSettings, OidcVerifier
 
             services.oidc = OidcVerifier(OidcSettings.from_toml(config.oidc), providers.client)
-        services.openapi = build_openapi([*endpoints(), *health.DOCUMENTED])
+        # In a thread: building the document is a few hundred milliseconds of CPU that, on the loop, would hold
+        # the probes `memfed serve` answers while it opens.
+        services.openapi = await asyncio.to_thread(build_openapi, [*endpoints(), *health.DOCUMENTED])
         opened.pop_all()  # opened: from here on the caller closes them (Services.close)
     return services
 

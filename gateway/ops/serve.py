@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import logging
 import math
 import os
@@ -28,6 +29,7 @@ from types import FrameType
 
 import uvicorn
 
+import adapters
 from gateway.agent import outbox
 from gateway.api.health import Readiness
 from gateway.app import begin_serving, create_app, end_serving, open_services
@@ -80,8 +82,7 @@ async def _serve(config: Config) -> int:
     held = HeldLines("uvicorn")  # said once the state is in; a start that fails says only its one line
     serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
     gc.disable()
-    opening = asyncio.create_task(open_services(config, first_admin=True, progress=readiness.progress),
-                                  name="memfed-open")
+    opening = asyncio.create_task(_open(config, readiness), name="memfed-open")
     try:
         await asyncio.wait({serving, opening}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -114,6 +115,15 @@ async def _serve(config: Config) -> int:
         await telemetry.close()
         flush_spans()
     return status
+
+
+async def _open(config: Config, readiness: Readiness) -> Services:
+    # The configured adapters' packages are imported in a thread first: an import is CPU work that on the
+    # loop (open_services imports them as it opens each provider) would hold the probes of the bound port.
+    for name in sorted({provider.adapter for provider in config.providers.values()}):
+        if (package := adapters.REGISTRY.get(name)) is not None:
+            await asyncio.to_thread(importlib.import_module, package)
+    return await open_services(config, first_admin=True, progress=readiness.progress)
 
 
 class HeldLines:

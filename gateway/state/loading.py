@@ -20,7 +20,7 @@ from gateway.state import schema as t
 from gateway.state.rows import privileges_of_text
 from gateway.state.tree import Tree, broken_tree_error
 
-CHUNK = 2000  # rows turned into nodes between two yields: a few milliseconds
+CHUNK = 1000  # rows turned into nodes between two yields: a few milliseconds
 
 
 @dataclass

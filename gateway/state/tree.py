@@ -159,7 +159,7 @@ class Tree:
                 return found
         return None
 
-    def checking_chain(self, every: int = 5000) -> Iterator[tuple[str, list[str]] | None]:
+    def checking_chain(self, every: int = 2000) -> Iterator[tuple[str, list[str]] | None]:
         """`broken_chain` in steps: yields None after each `every` memories walked from, and what is broken
         as soon as it is found.
 
