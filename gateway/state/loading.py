@@ -43,7 +43,8 @@ async def load_tree(conn: AsyncConnection, progress: LoadProgress | None = None)
     grants = (await conn.execute(select(func.count()).select_from(t.grants))).scalar_one()
     progress.total = int(memories) + int(grants)
     tree = Tree()
-    rows = await conn.stream(select(t.memories))
+    # In key order: siblings then arrive sorted, and the database does the sorting, off the event loop.
+    rows = await conn.stream(select(t.memories).order_by(t.memories.c.created_at, t.memories.c.id))
     async for part in rows.partitions(CHUNK):
         tree.load_nodes(part)
         progress.done += len(part)

@@ -247,14 +247,20 @@ class Tree:
                 mine.append(grant)
         self.version += 1
 
-    def order_children(self) -> Iterator[int]:
-        """Sort every list of siblings into key order; yields after each thousand lists, so a caller may let
-        others run in between."""
+    def order_children(self, every: int = 20_000) -> Iterator[int]:
+        """Sort every list of siblings into key order; yields after each `every` siblings looked at, so a
+        caller may let others run in between. A list already in order (rows read in key order) is only
+        checked; a list longer than `every` is still sorted in one step."""
         nodes = self._nodes
-        for done, siblings in enumerate(list(self._children.values()), start=1):
-            siblings.sort(key=lambda m: (nodes[m].created_at, m))
-            if done % 1000 == 0:
-                yield done
+        since = 0
+        for siblings in list(self._children.values()):
+            keys = [(nodes[m].created_at, m) for m in siblings]
+            if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
+                siblings.sort(key=lambda m: (nodes[m].created_at, m))
+            since += len(siblings)
+            if since >= every:
+                since = 0
+                yield 0
         self.version += 1
 
     def _mark_restricted(self, node: MemoryNode) -> None:
