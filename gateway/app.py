@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
@@ -60,6 +61,7 @@ from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
 from gateway.services import Services
 from gateway.state.files import FileStore
+from gateway.state.loading import LoadProgress
 from gateway.state.private_files import private_dir, private_file
 from gateway.state.store import StateStore
 from gateway.telemetry import TracingMiddleware
@@ -94,7 +96,7 @@ def endpoints() -> list[Endpoint]:
 
 
 async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None,
-                        first_admin: bool = False) -> Services:
+                        first_admin: bool = False, progress: LoadProgress | None = None) -> Services:
     """Everything a request needs, opened; on any failure (or a cancellation) what was opened is closed again,
     so a start that fails leaves no connection thread behind to keep the process from exiting.
 
@@ -108,7 +110,7 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
     given = os.environ.get("MEMFED_ADMIN_KEY", "") if first_admin else None
     async with contextlib.AsyncExitStack() as opened:
         store = await StateStore.open(url, search_path=config.state_schema, schemas=(create_audit_tables_on,),
-                                      first_admin=given)
+                                      first_admin=given, progress=progress)
         opened.push_async_callback(store.close)
         if store.first_admin and not given:
             print(f"memfed: created the first admin member {store.first_admin[0]}; its API key (shown once): "
@@ -129,7 +131,9 @@ async def open_services(config: Config, *, http_client: Any = None, audit: Audit
             from gateway.identity.oidc import OidcSettings, OidcVerifier
 
             services.oidc = OidcVerifier(OidcSettings.from_toml(config.oidc), providers.client)
-        services.openapi = build_openapi([*endpoints(), *health.DOCUMENTED])
+        # In a thread: building the document is a few hundred milliseconds of CPU that, on the loop, would hold
+        # the probes `memfed serve` answers while it opens.
+        services.openapi = await asyncio.to_thread(build_openapi, [*endpoints(), *health.DOCUMENTED])
         opened.pop_all()  # opened: from here on the caller closes them (Services.close)
     return services
 

@@ -31,7 +31,7 @@ class BrokenTree(Exception):
         self.memory_id = memory_id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Grant:
     """Privileges given to one principal on one memory; `implicit` marks the creator's grant."""
 
@@ -293,6 +293,41 @@ def visible_ancestors(tree: TreeView, principals: frozenset[str], memory_id: str
     return seen
 
 
+def sees(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
+    """`bool(effective(...))`, stopping at the first grant that gives anything: a caller holding grants
+    all over the tree learns it at the first step up."""
+    node: str | None = memory_id
+    steps = 0
+    while node is not None:
+        for grant in tree.grants_on(node):
+            if grant.principal in principals and grant.privileges:
+                return True
+        if tree.is_restricted(node):
+            return False
+        node = tree.parent_of(node)
+        steps += 1
+        if steps > MAX_DEPTH and node is not None:
+            raise BrokenTree(memory_id)
+    return False
+
+
+def entry_candidates(tree: TreeView, principals: frozenset[str]) -> Iterator[str]:
+    """The memories holding a grant of the caller's own that gives a privilege, each once: only those can
+    be entry points."""
+    seen: set[str] = set()
+    for principal in sorted(principals):
+        for grant in tuple(tree.grants_to(principal)):  # a copy: a caller may pause between candidates
+            if grant.privileges and grant.memory_id not in seen and tree.exists(grant.memory_id):
+                seen.add(grant.memory_id)
+                yield grant.memory_id
+
+
+def is_entry_point(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
+    """A candidate whose parent the caller cannot see (or a root)."""
+    parent = tree.parent_of(memory_id)
+    return parent is None or not sees(tree, principals, parent)
+
+
 def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
     """Where the caller enters the tree: every memory it holds a privilege on whose parent it cannot see.
 
@@ -300,12 +335,7 @@ def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
     would make the parent visible too (a cutoff in between would have stopped that grant). A grant
     that gives no privilege opens nothing, so it makes no entry point either.
     """
-    entries = []
-    for memory_id in granted(tree, principals):
-        parent = tree.parent_of(memory_id)
-        if parent is None or not effective(tree, principals, parent):
-            entries.append(memory_id)
-    return entries
+    return [m for m in entry_candidates(tree, principals) if is_entry_point(tree, principals, m)]
 
 
 def children_holding(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: str) -> list[str]:
@@ -318,6 +348,16 @@ def children_holding(tree: TreeView, principals: frozenset[str], memory_id: str,
             continue
         out.append(child)
     return out
+
+
+def readable_child_count(tree: TreeView, principals: frozenset[str], memory_id: str) -> int:
+    """`len(readable_children(...))`; when the caller sees the memory and the tree can list its restricted
+    children apart (`restricted_children_of`), only those are looked at: the others are all readable."""
+    restricted_of = getattr(tree, "restricted_children_of", None)
+    if restricted_of is None or not sees(tree, principals, memory_id):
+        return len(readable_children(tree, principals, memory_id))
+    hidden = sum(1 for child in restricted_of(memory_id) if not _own(tree, principals, child))
+    return len(tree.children_of(memory_id)) - hidden
 
 
 def readable_children(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[str]:

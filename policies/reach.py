@@ -106,8 +106,8 @@ def _clauses(body: str) -> list[tuple[str, str]] | None:
 
 
 def sees(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
-    """Whether the caller may know the memory exists: it holds some privilege there."""
-    return tree.exists(memory_id) and bool(access.effective(tree, principals, memory_id))
+    """Whether the caller may know the memory exists: it is there and the caller holds some privilege on it."""
+    return tree.exists(memory_id) and access.sees(tree, principals, memory_id)
 
 
 def grants_in_reach(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[Grant]:

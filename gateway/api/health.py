@@ -23,6 +23,7 @@ from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses_admin import LiveOut, ReadyOut
 from gateway.errors import ApiError, method_not_allowed, route_not_found
+from gateway.state.loading import LoadProgress
 
 Phase = Literal["loading", "ready", "draining"]
 Check = Callable[[], Awaitable[str]]  # "ok", or one word saying what is wrong
@@ -39,6 +40,7 @@ class Readiness:
         self.services: Any = None
         self.checks: dict[str, Check] = {}
         self._store_seen: tuple[float, str] | None = None
+        self.progress = LoadProgress()  # how far the tree's load is, shown while loading
 
     def loaded(self, services: Any) -> None:
         self.services = services
@@ -65,7 +67,10 @@ class Readiness:
         healthy = all(v in ("ok", "disabled") for k, v in checks.items() if k != "providers")
         ready = self.phase == "ready" and healthy
         status = self.phase if self.phase != "ready" else ("ready" if healthy else "unready")
-        return (200 if ready else 503), {"status": status, "checks": checks}
+        body: dict[str, Any] = {"status": status, "checks": checks}
+        if self.phase == "loading":
+            body["progress"] = self.progress.percent()  # a share of the tree read: no counts to a stranger
+        return (200 if ready else 503), body
 
     async def _state_store(self, services: Any) -> str:
         now = time.monotonic()

@@ -2,38 +2,22 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from adapters import cursors
 from adapters.base import Provider
+from gateway.api import tree_cursors as cursors
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin, require_visible, tree_change
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
 from gateway.api.responses import MemoryDeleted, MemoryList, MemoryOut
-from gateway.errors import bad_cursor, invalid, memory_not_found, unsupported
+from gateway.errors import invalid, memory_not_found, unsupported
+from gateway.state.entries import EntryKey, still_entry
 from gateway.state.tree import MemoryNode
-from policies import access
-
-LISTING = "memories"
-
-
-def encode_cursor(offset: int) -> str:
-    return cursors.encode(LISTING, (offset,))
-
-
-def decode_cursor(cursor: str | None) -> int:
-    if not cursor:
-        return 0
-    try:
-        (offset,) = cursors.decode(LISTING, cursor, (int,))
-    except cursors.InvalidCursor:
-        raise bad_cursor() from None
-    if offset < 0:
-        raise bad_cursor()
-    return int(offset)
+from policies import access, pages
 
 
 async def render_memories(call: Call, nodes: Sequence[MemoryNode]) -> list[dict[str, Any]]:
@@ -72,24 +56,48 @@ async def get_memory(call: Call) -> dict[str, Any]:
 
 
 async def list_memories(call: Call) -> dict[str, Any]:
+    """A page of one listing, resumed from the cursor's keys (gateway/api/tree_cursors.py): each page costs
+    what it shows (and at most pages.BUDGET memories walked), not what lies before it."""
     query: ListMemories = call.query
-    tree = call.services.store.tree
+    store = call.services.store
+    tree = store.tree
     principals = call.principal.principals
+    resume: str | None
     if query.parent:
         require_visible(call, query.parent, "memories.list")
-        ids = access.readable_children(tree, principals, query.parent)
+        page = pages.children_page(tree, principals, query.parent, cursors.child_after(query.cursor), query.limit)
+        ids = page.ids
+        resume = cursors.child_cursor(page.resume[-1]) if page.resume else None
     elif query.ancestor:
         require_visible(call, query.ancestor, "memories.list")
-        ids = [m for m, level, privs in access.walk_down(tree, principals, query.ancestor) if level and privs]
+        after, complete = cursors.subtree_after(query.cursor)
+        try:
+            page = pages.descendants_page(tree, principals, query.ancestor, after, query.limit, complete=complete)
+        except pages.CursorGone:
+            raise cursors.gone() from None
+        ids = page.ids
+        resume = cursors.subtree_cursor(page.resume) if page.resume else None
     else:
-        ids = access.entry_points(tree, principals)
-        ids.sort(key=lambda m: (tree.depth_of(m), tree.get(m).created_at, m))
-    offset = decode_cursor(query.cursor)
-    window = ids[offset : offset + query.limit]
-    nodes = [tree.get(m) for m in window]
+        ids, resume = await _entry_page(call, cursors.entry_after(query.cursor), query.limit)
+    nodes = [tree.get(m) for m in ids]
     data = await render_memories(call, [n for n in nodes if n is not None])
-    more = offset + query.limit < len(ids)
-    return page_json(data, encode_cursor(offset + query.limit) if more else None)
+    return page_json(data, resume)
+
+
+async def _entry_page(call: Call, after: EntryKey | None, limit: int) -> tuple[list[str], str | None]:
+    store = call.services.store
+    principals = call.principal.principals
+    keys = (await store.entries.sorted_for(principals)).keys
+    start = bisect_right(keys, after) if after is not None else 0
+    ids: list[str] = []
+    for index in range(start, len(keys)):
+        key = keys[index]
+        if not still_entry(store.tree, principals, key[2]):
+            continue  # the tree changed since the list was made
+        if len(ids) == limit:
+            return ids, cursors.entry_cursor(keys[index - 1])
+        ids.append(key[2])
+    return ids, None
 
 
 async def update_memory(call: Call) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class Page(Strict):
 
 
 class ListMemories(Page):
+    cursor: str | None = Field(default=None, max_length=2000)  # a subtree's cursor names the path down to it
     parent: str | None = Field(default=None, min_length=1, max_length=200)
     ancestor: str | None = Field(default=None, min_length=1, max_length=200)
 

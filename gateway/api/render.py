@@ -68,7 +68,7 @@ def memory_json(
         "provider": node.provider,
         "privileges": [p for p in access.PRIVILEGES if p in privileges],
         "records": {"count": record_count},
-        "children": {"count": len(access.readable_children(tree, principals, node.id))},
+        "children": {"count": access.readable_child_count(tree, principals, node.id)},
         "createdAt": node.created_at,
         "updatedAt": node.updated_at,
     }

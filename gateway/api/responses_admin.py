@@ -176,3 +176,4 @@ class ReadyOut(Open):
 
     status: str
     checks: dict[str, Any]
+    progress: int | None = None  # while loading: the share of the tree read so far, in percent

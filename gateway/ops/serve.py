@@ -1,7 +1,11 @@
 """`memfed serve`: bind the port, load the state beside it, serve, and stop gracefully.
 
-* The port is bound at once and answers the probes (`/readyz` says `loading`) while the state store is
-  opened and loaded; other requests are 503 until then.
+* The port is bound at once and answers the probes (`/readyz` says `loading`, with how far the tree's
+  load is) while the state store is opened and loaded in chunks that let the loop run between them
+  (gateway/state/loading.py); other requests are 503 until then. A state store that cannot be reached,
+  or whose memories are no tree, fails the load: one line, exit status 2. The garbage collector rests
+  during the load and what was loaded is frozen out of its reach after it: a full collection over a
+  million nodes would hold the loop for a second, and finds nothing to free in them.
 * A start that cannot work ends the process with one line on standard error and exit status 2, having
   closed what it opened (a connection thread left open would keep the process alive after the failure).
 * The first SIGTERM (or SIGINT) drains: readiness turns 503, the listening socket closes, requests already
@@ -13,22 +17,25 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import importlib
 import logging
 import math
 import os
 import signal
 import sys
+from logging.handlers import MemoryHandler
 from types import FrameType
 
 import uvicorn
 
+import adapters
 from gateway.agent import outbox
 from gateway.api.health import Readiness
 from gateway.app import begin_serving, create_app, end_serving, open_services
 from gateway.config import Config
 from gateway.ops.failure import one_line
 from gateway.services import Services
-from gateway.state.store import StateStore
 from gateway.telemetry.export import Telemetry
 from gateway.telemetry.tracing import flush as flush_spans
 
@@ -67,22 +74,22 @@ def run(config: Config) -> int:
 
 
 async def _serve(config: Config) -> int:
-    try:
-        # A state store whose memories hold a cycle, or one that cannot be reached, stops the start here,
-        # before the port is bound.
-        await StateStore.check_tree(config.database_url(), search_path=config.state_schema)
-    except Exception as exc:
-        print(f"memfed: {one_line(exc, config)}", file=sys.stderr, flush=True)
-        return FAILED
     readiness, telemetry = Readiness(), Telemetry(config)
     app = create_app(config, freeze_heap=True, readiness=readiness, telemetry=telemetry)
     server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
                             readiness)
+    held = HeldLines("uvicorn")  # said once the state is in; a start that fails says only its one line
     serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
-    opening = asyncio.create_task(open_services(config, first_admin=True), name="memfed-open")
-    await asyncio.wait({serving, opening}, return_when=asyncio.FIRST_COMPLETED)
+    gc.disable()
+    opening = asyncio.create_task(_open(config, readiness), name="memfed-open")
+    try:
+        await asyncio.wait({serving, opening}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gc.freeze()
+        gc.enable()
     if serving.done():  # stopped (a signal, a port in use) before the state was in
+        held.release()
         opening.cancel()
         opened = (await asyncio.gather(opening, return_exceptions=True))[0]
         if isinstance(opened, Services):
@@ -92,9 +99,11 @@ async def _serve(config: Config) -> int:
     if (failure := opening.exception()) is not None:
         server.should_exit = True
         await serving
+        held.drop()
         await telemetry.close()
         print(f"memfed: {one_line(failure, config)}", file=sys.stderr, flush=True)
         return FAILED
+    held.release()
     services = opening.result()
     try:
         await begin_serving(app, services)
@@ -106,6 +115,41 @@ async def _serve(config: Config) -> int:
         await telemetry.close()
         flush_spans()
     return status
+
+
+async def _open(config: Config, readiness: Readiness) -> Services:
+    # The configured adapters' packages are imported in a thread first: an import is CPU work that on the
+    # loop (open_services imports them as it opens each provider) would hold the probes of the bound port.
+    for name in sorted({provider.adapter for provider in config.providers.values()}):
+        if (package := adapters.REGISTRY.get(name)) is not None:
+            await asyncio.to_thread(importlib.import_module, package)
+    return await open_services(config, first_admin=True, progress=readiness.progress)
+
+
+class HeldLines:
+    """A logger's lines kept back while the state loads behind the bound port: when the load fails (a cycle
+    in the tree, an unreachable store) the start says one line, not the server's start and stop around it."""
+
+    def __init__(self, name: str) -> None:
+        self.logger = logging.getLogger(name)
+        self.handlers = list(self.logger.handlers)
+        self.kept = MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
+        self.logger.handlers = [self.kept]
+
+    def release(self) -> None:
+        """Say what was kept, in order, and log as before."""
+        if self.kept not in self.logger.handlers:
+            return
+        self.logger.handlers = self.handlers
+        for record in self.kept.buffer:
+            for handler in self.handlers:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+        self.kept.buffer.clear()
+
+    def drop(self) -> None:
+        self.kept.buffer.clear()
+        self.logger.handlers = self.handlers
 
 
 async def _until_stopped(server: uvicorn.Server) -> int:

@@ -24,6 +24,12 @@ def node_of_row(row: Any) -> MemoryNode:
                       row.created_by, row.created_at, row.updated_at)
 
 
+def node_row(node: MemoryNode) -> dict[str, Any]:
+    return {"id": node.id, "name": node.name, "description": node.description, "parent_id": node.parent_id,
+            "restricted": node.restricted, "provider": node.provider, "created_by": node.created_by,
+            "created_at": node.created_at, "updated_at": node.updated_at}
+
+
 def grant_of_row(row: Any) -> Grant:
     return Grant(row.id, row.memory_id, row.principal, privileges_of_text(row.privileges), bool(row.implicit))
 

@@ -22,12 +22,14 @@ from gateway.state import schema as t
 from gateway.state.consolidations import ConsolidationRuns
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine, ping
+from gateway.state.entries import EntryPoints
 from gateway.state.harnesses import Harnesses, PrimeLog
+from gateway.state.loading import LoadProgress, load_tree
 from gateway.state.newest import NewestProbe
 from gateway.state.queries import NamedQueries
 from gateway.state.records import RecordAliases, Snapshots
-from gateway.state.rows import Rows, grant_of_row, grant_row, node_of_row
-from gateway.state.tree import MemoryNode, Tree, refuse_broken
+from gateway.state.rows import Rows, grant_row, node_row
+from gateway.state.tree import MemoryNode, Tree
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from gateway.state.version_probe import VersionProbe
 from gateway.telemetry import metrics
@@ -40,6 +42,7 @@ class StateStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.tree = Tree()
+        self.entries = EntryPoints(self.tree)  # each caller's entry points, kept per version of the tree
         # Tree changes one at a time (gateway/state/tree_writes.py): a route holds the lock from its checks
         # to its write; a delete claims its subtree while the providers drop its records.
         self.tree_lock = TreeLock()
@@ -60,7 +63,7 @@ class StateStore:
 
     @classmethod
     async def open(cls, url: str, *, search_path: str | None = None, schemas: Sequence[Creator] = (),
-                   first_admin: str | None = None) -> StateStore:
+                   first_admin: str | None = None, progress: LoadProgress | None = None) -> StateStore:
         """The store on `url`, loaded; StateCorrupt when its memories are not a tree.
 
         Its tables, those `schemas` create (the decision log's) and, given `first_admin` (a key, or "" for
@@ -76,7 +79,7 @@ class StateStore:
                 made = await startup.make_first_admin(conn, first_admin or None) if first_admin is not None else None
             store = cls(engine)
             store.first_admin = made
-            await store._load()
+            await store._load(progress)
         except BaseException:
             await engine.dispose()
             raise
@@ -100,8 +103,8 @@ class StateStore:
         """Returns when the database answers (the readiness probe); raises the driver's error otherwise."""
         await ping(self.engine)
 
-    async def _load(self) -> None:
-        directory, tree = Directory(), Tree()
+    async def _load(self, progress: LoadProgress | None = None) -> None:
+        directory = Directory()
         async with self.engine.connect() as conn:
             mark = await coherence.latest(conn)  # before the rows: a change landing meanwhile is applied again
             for row in await conn.execute(select(t.members)):
@@ -112,11 +115,7 @@ class StateStore:
                 directory.put_group(GroupRow(row.id, row.name, row.created_at))
             for row in await conn.execute(select(t.group_members)):
                 directory.join(row.group_id, row.member_id)
-            for row in await conn.execute(select(t.memories)):
-                tree.put(node_of_row(row))
-            refuse_broken(tree)
-            for row in await conn.execute(select(t.grants)):
-                tree.add_grant(grant_of_row(row))
+            tree = await load_tree(conn, progress)  # in chunks, letting the event loop run between them
         self.directory = directory
         self.tree.replace_with(tree)
         self.changes.seen = mark
@@ -311,7 +310,7 @@ class StateStore:
                 await tree_writes.lock_tree(conn)
                 if parent_id is not None:
                     await tree_writes.check_parent(conn, parent_id)
-                await conn.execute(insert(t.memories).values(**node.__dict__))
+                await conn.execute(insert(t.memories).values(node_row(node)))
                 await conn.execute(insert(t.grants).values(grant_row(grant, stamp)))
                 await coherence.record(conn, "memory", [node.id])
                 await coherence.record(conn, "grants", [node.id])

@@ -6,13 +6,18 @@ same call that commits each change, so the two never disagree for a request serv
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import sys
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from policies.access import MAX_DEPTH, BrokenTree, Grant
 
+SortKey = tuple[int, str]  # (created_at, id): the order of siblings, and where a page resumes among them
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class MemoryNode:
     id: str
     name: str
@@ -24,9 +29,24 @@ class MemoryNode:
     created_at: int
     updated_at: int
 
+    @property
+    def key(self) -> SortKey:
+        return self.created_at, self.id
+
+
+def compact(node: MemoryNode) -> MemoryNode:
+    """The node as the tree keeps it: at a million memories each byte counts a megabyte. The few providers
+    and creators are shared strings, and an `updated_at` equal to `created_at` is the same int."""
+    updated = node.created_at if node.updated_at == node.created_at else node.updated_at
+    return MemoryNode(node.id, node.name, node.description, node.parent_id, node.restricted,
+                      sys.intern(node.provider), sys.intern(node.created_by), node.created_at, updated)
+
 
 class Tree:
     """Nodes by id, children by parent, grants by memory and by principal. Implements TreeView.
+
+    Siblings are kept in `SortKey` order, so a listing resumes among them by bisection. Only a memory with
+    children has a list, and grants on a memory are a tuple: most memories hold one grant and no child.
 
     `version` goes up with every change, so what was computed from the tree can be kept until it does."""
 
@@ -34,9 +54,11 @@ class Tree:
         self.version = 0
         self._nodes: dict[str, MemoryNode] = {}
         self._children: dict[str | None, list[str]] = {None: []}
-        self._grants_on: dict[str, list[Grant]] = {}
+        self._grants_on: dict[str, tuple[Grant, ...]] = {}
         self._grants_to: dict[str, list[Grant]] = {}
         self._grants_by_id: dict[str, Grant] = {}
+        self._privileges: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct set
+        self._restricted_under: dict[str | None, set[str]] = {}  # only parents with a restricted child
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -62,6 +84,18 @@ class Tree:
 
     def grants_to(self, principal: str) -> Sequence[Grant]:
         return self._grants_to.get(principal, ())
+
+    def restricted_children_of(self, memory_id: str) -> Iterator[str]:
+        return iter(self._restricted_under.get(memory_id, ()))
+
+    def sort_key(self, memory_id: str) -> SortKey | None:
+        node = self._nodes.get(memory_id)
+        return (node.created_at, node.id) if node is not None else None
+
+    def index_after(self, parent_id: str | None, key: SortKey) -> int:
+        """Where the siblings under `parent_id` that sort after `key` begin (`key` need not be one of them)."""
+        nodes = self._nodes
+        return bisect_right(self._children.get(parent_id, ()), key, key=lambda m: (nodes[m].created_at, m))
 
     # -- reads
 
@@ -119,17 +153,28 @@ class Tree:
 
     def broken_chain(self) -> tuple[str, list[str]] | None:
         """What keeps the parent links from being a tree, or None: `("cycle", the memories of a cycle)` or
-        `("too_deep", [a memory deeper than MAX_DEPTH])`.
+        `("too_deep", [a memory deeper than MAX_DEPTH])`."""
+        for found in self.checking_chain():
+            if found is not None:
+                return found
+        return None
+
+    def checking_chain(self, every: int = 2000) -> Iterator[tuple[str, list[str]] | None]:
+        """`broken_chain` in steps: yields None after each `every` memories walked from, and what is broken
+        as soon as it is found.
 
         Each memory is walked up once: a walk stops at a memory already known to reach a root."""
         depth_of: dict[str | None, int] = {None: -1}  # memory -> its depth below its root
-        for start in self._nodes:
+        for count, start in enumerate(list(self._nodes), start=1):
+            if count % every == 0:
+                yield None
             walked: list[str] = []
             on_walk: set[str] = set()
             node: str | None = start
             while node is not None and node in self._nodes and node not in depth_of:
                 if node in on_walk:
-                    return "cycle", walked[walked.index(node):]
+                    yield "cycle", walked[walked.index(node):]
+                    return
                 walked.append(node)
                 on_walk.add(node)
                 node = self._nodes[node].parent_id
@@ -137,8 +182,8 @@ class Tree:
             for steps, memory_id in enumerate(reversed(walked), start=1):
                 depth_of[memory_id] = base + steps
             if walked and depth_of[walked[0]] > MAX_DEPTH:
-                return "too_deep", [walked[0]]
-        return None
+                yield "too_deep", [walked[0]]
+                return
 
     # -- changes (called by the store after its commit)
 
@@ -150,13 +195,111 @@ class Tree:
 
     def put(self, node: MemoryNode) -> None:
         self.version += 1
+        node = compact(node)
         old = self._nodes.get(node.id)
         if old is not None and old.parent_id != node.parent_id:
-            self._children[old.parent_id].remove(node.id)
-        if old is None or old.parent_id != node.parent_id:
-            self._children.setdefault(node.parent_id, []).append(node.id)
-        self._children.setdefault(node.id, [])
+            self._unlink(old)
         self._nodes[node.id] = node
+        if old is None or old.parent_id != node.parent_id:
+            self._link(node)
+        elif old.restricted != node.restricted:
+            self._mark_restricted(node)
+
+    def load_nodes(self, rows: Iterable[Sequence[Any]]) -> None:
+        """New nodes from `memories` rows (columns in table order), appended to their siblings whatever
+        their keys: `order_children` must follow before the tree is read. The load's hot loop."""
+        nodes, children, intern = self._nodes, self._children, sys.intern
+        restricted_under = self._restricted_under
+        for memory_id, name, description, parent_id, restricted, provider, created_by, created, updated in rows:
+            nodes[memory_id] = MemoryNode(memory_id, name, description, parent_id, bool(restricted),
+                                          intern(provider), intern(created_by), created,
+                                          created if updated == created else updated)
+            siblings = children.get(parent_id)
+            if siblings is None:
+                children[parent_id] = [memory_id]
+            else:
+                siblings.append(memory_id)
+            if restricted:
+                restricted_under.setdefault(parent_id, set()).add(memory_id)
+
+    def load_grants(self, rows: Iterable[Sequence[Any]], privileges_of: Callable[[str], frozenset[str]]) -> None:
+        """Grants from `grants` rows (id, memory_id, principal, privileges, implicit, ...): the load's other
+        hot loop, `add_grant` without its per-call checks."""
+        nodes, on, to, by_id = self._nodes, self._grants_on, self._grants_to, self._grants_by_id
+        shared = self._privileges
+        intern = sys.intern
+        by_text: dict[str, frozenset[str]] = {}  # rows repeat a few texts a million times
+        for grant_id, memory_id, principal, text, implicit, *_rest in rows:
+            node = nodes.get(memory_id)
+            privileges = by_text.get(text)
+            if privileges is None:
+                parsed = privileges_of(text)
+                privileges = by_text[text] = shared.setdefault(parsed, parsed)
+            grant = Grant(grant_id, node.id if node is not None else memory_id, intern(principal), privileges,
+                          bool(implicit))
+            by_id[grant_id] = grant
+            held = on.get(grant.memory_id)
+            on[grant.memory_id] = (grant,) if held is None else (*held, grant)
+            mine = to.get(grant.principal)
+            if mine is None:
+                to[grant.principal] = [grant]
+            else:
+                mine.append(grant)
+        self.version += 1
+
+    def order_children(self, every: int = 20_000) -> Iterator[int]:
+        """Sort every list of siblings into key order; yields after each `every` siblings looked at, so a
+        caller may let others run in between. A list already in order (rows read in key order) is only
+        checked; a list longer than `every` is still sorted in one step."""
+        nodes = self._nodes
+        since = 0
+        for siblings in list(self._children.values()):
+            keys = [(nodes[m].created_at, m) for m in siblings]
+            if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
+                siblings.sort(key=lambda m: (nodes[m].created_at, m))
+            since += len(siblings)
+            if since >= every:
+                since = 0
+                yield 0
+        self.version += 1
+
+    def _mark_restricted(self, node: MemoryNode) -> None:
+        if node.restricted:
+            self._restricted_under.setdefault(node.parent_id, set()).add(node.id)
+            return
+        held = self._restricted_under.get(node.parent_id)
+        if held is not None:
+            held.discard(node.id)
+            if not held:
+                del self._restricted_under[node.parent_id]
+
+    def _link(self, node: MemoryNode) -> None:
+        if node.restricted:
+            self._mark_restricted(node)
+        siblings = self._children.get(node.parent_id)
+        if siblings is None:
+            self._children[node.parent_id] = [node.id]
+            return
+        last = self._nodes[siblings[-1]] if siblings else None
+        if last is None or (last.created_at, last.id) < (node.created_at, node.id):
+            siblings.append(node.id)  # the usual case: a new memory is the newest of its siblings
+        else:
+            nodes = self._nodes
+            siblings.insert(bisect_left(siblings, (node.created_at, node.id),
+                                        key=lambda m: (nodes[m].created_at, m)), node.id)
+
+    def _unlink(self, node: MemoryNode) -> None:
+        if node.restricted:
+            self._mark_restricted(replace(node, restricted=False))
+        siblings = self._children[node.parent_id]
+        nodes = self._nodes
+        at = bisect_left(siblings, (node.created_at, node.id), key=lambda m: (nodes[m].created_at, m))
+        if at < len(siblings) and siblings[at] == node.id:
+            del siblings[at]
+        else:  # keys out of order (never expected): find it the slow way
+            siblings.remove(node.id)
+        if not siblings and node.parent_id is not None:
+            del self._children[node.parent_id]
 
     def update(self, memory_id: str, **changes: object) -> MemoryNode:
         node = replace(self._nodes[memory_id], **changes)  # type: ignore[arg-type]
@@ -166,20 +309,24 @@ class Tree:
     def remove_subtree(self, memory_id: str) -> list[str]:
         self.version += 1
         removed = self.subtree(memory_id)
-        parent = self.parent_of(memory_id)
-        self._children[parent].remove(memory_id)
+        self._unlink(self._nodes[memory_id])
         for node_id in removed:
             for grant in list(self._grants_on.get(node_id, ())):
                 self.remove_grant(grant.id)
             self._grants_on.pop(node_id, None)
             self._children.pop(node_id, None)
+            self._restricted_under.pop(node_id, None)
             del self._nodes[node_id]
         return removed
 
     def add_grant(self, grant: Grant) -> None:
         self.version += 1
+        node = self._nodes.get(grant.memory_id)
+        privileges = self._privileges.setdefault(grant.privileges, grant.privileges)
+        grant = Grant(grant.id, node.id if node is not None else grant.memory_id, sys.intern(grant.principal),
+                      privileges, grant.implicit)
         self._grants_by_id[grant.id] = grant
-        self._grants_on.setdefault(grant.memory_id, []).append(grant)
+        self._grants_on[grant.memory_id] = (*self._grants_on.get(grant.memory_id, ()), grant)
         self._grants_to.setdefault(grant.principal, []).append(grant)
 
     def remove_grant(self, grant_id: str) -> Grant | None:
@@ -187,8 +334,15 @@ class Tree:
         grant = self._grants_by_id.pop(grant_id, None)
         if grant is None:
             return None
-        self._grants_on[grant.memory_id].remove(grant)
-        self._grants_to[grant.principal].remove(grant)
+        kept = tuple(g for g in self._grants_on[grant.memory_id] if g.id != grant_id)
+        if kept:
+            self._grants_on[grant.memory_id] = kept
+        else:
+            del self._grants_on[grant.memory_id]
+        held = self._grants_to[grant.principal]
+        held.remove(grant)
+        if not held:
+            del self._grants_to[grant.principal]
         return grant
 
 
@@ -200,15 +354,17 @@ def refuse_broken(tree: Tree) -> None:
     """StateCorrupt naming the memories when the tree is not one. A cycle would send every walk up the tree
     round it for good: refusing to serve beats hanging on the first listing."""
     broken = tree.broken_chain()
-    if broken is None:
-        return
-    kind, ids = broken
+    if broken is not None:
+        raise broken_tree_error(*broken)
+
+
+def broken_tree_error(kind: str, ids: list[str]) -> StateCorrupt:
     if kind == "cycle":
         shown = " -> ".join([*ids[:8], *(["..."] if len(ids) > 8 else []), ids[0]])
-        raise StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
-                           "of one of them (table memories) to break it before starting")
-    raise StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
-                       "shorten its chain of parents (table memories) before starting")
+        return StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
+                            "of one of them (table memories) to break it before starting")
+    return StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
+                        "shorten its chain of parents (table memories) before starting")
 
 
 def refresh(tree: Tree, nodes: dict[str, MemoryNode], gone: set[str], grants: dict[str, list[Grant]]) -> None:

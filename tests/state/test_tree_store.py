@@ -105,7 +105,8 @@ async def test_a_store_holding_a_cycle_is_refused_at_start(database: Database) -
 async def test_serve_refuses_a_store_holding_a_cycle_with_one_line(tmp_path: Path, monkeypatch: Any,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """`memfed serve` on a state store whose memories loop exits 2 with one line naming them, before
-    the server starts (it would hang on the first listing)."""
+    the server serves a request (it would hang on the first listing): the port, bound while the tree
+    loads, only ever answered 503 loading."""
     import uvicorn
 
     from gateway.cli import main

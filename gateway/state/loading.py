@@ -1,0 +1,63 @@
+"""Loading the tree from the state store in chunks that let the event loop run in between.
+
+At a million memories a load is seconds of work. Done in one go it would hold the loop, and the port
+(bound before the load: gateway/ops/serve.py) could not even answer its probes. Rows are streamed a
+chunk at a time, and between chunks, between the sorting of sibling lists and between the steps of the
+check that the links form a tree, the loop serves what waits (probes, and 503s to the rest).
+
+`LoadProgress` is what readiness shows meanwhile: a share, not counts (the probe needs no credentials).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.state import schema as t
+from gateway.state.rows import privileges_of_text
+from gateway.state.tree import Tree, broken_tree_error
+
+CHUNK = 1000  # rows turned into nodes between two yields: a few milliseconds
+
+
+@dataclass
+class LoadProgress:
+    """How far the load of the tree is: memories and grants read, of how many."""
+
+    done: int = 0
+    total: int = 0
+
+    def percent(self) -> int:
+        if self.total <= 0:
+            return 0
+        return min(99, self.done * 100 // self.total)  # 100 is said by readiness turning ready
+
+
+async def load_tree(conn: AsyncConnection, progress: LoadProgress | None = None) -> Tree:
+    """The memories and grants of the state store as a Tree; StateCorrupt when the links are no tree."""
+    progress = progress if progress is not None else LoadProgress()
+    memories = (await conn.execute(select(func.count()).select_from(t.memories))).scalar_one()
+    grants = (await conn.execute(select(func.count()).select_from(t.grants))).scalar_one()
+    progress.total = int(memories) + int(grants)
+    tree = Tree()
+    # In key order: siblings then arrive sorted, and the database does the sorting, off the event loop.
+    rows = await conn.stream(select(t.memories).order_by(t.memories.c.created_at, t.memories.c.id))
+    async for part in rows.partitions(CHUNK):
+        tree.load_nodes(part)
+        progress.done += len(part)
+        await asyncio.sleep(0)
+    for _sorted in tree.order_children():
+        await asyncio.sleep(0)
+    for found in tree.checking_chain():
+        if found is not None:
+            raise broken_tree_error(*found)
+        await asyncio.sleep(0)
+    rows = await conn.stream(select(t.grants))
+    async for part in rows.partitions(CHUNK):
+        tree.load_grants(part, privileges_of_text)
+        progress.done += len(part)
+        await asyncio.sleep(0)
+    return tree
