@@ -79,7 +79,7 @@ async def _serve(config: Config) -> int:
     server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
                             readiness)
-    held = HeldLines("uvicorn")  # said once the state is in; a start that fails says only its one line
+    held = HeldLines("uvicorn", "mcp")  # said once the state is in; a start that fails says only its one line
     serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
     gc.disable()
     opening = asyncio.create_task(_open(config, readiness), name="memfed-open")
@@ -130,26 +130,31 @@ class HeldLines:
     """A logger's lines kept back while the state loads behind the bound port: when the load fails (a cycle
     in the tree, an unreachable store) the start says one line, not the server's start and stop around it."""
 
-    def __init__(self, name: str) -> None:
-        self.logger = logging.getLogger(name)
-        self.handlers = list(self.logger.handlers)
+    def __init__(self, *names: str) -> None:
+        self.loggers = [logging.getLogger(name) for name in names]
+        self.before = [(list(logger.handlers), logger.propagate) for logger in self.loggers]
         self.kept = MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
-        self.logger.handlers = [self.kept]
+        for logger in self.loggers:  # not passed up either: the MCP session manager logs through the root
+            logger.handlers, logger.propagate = [self.kept], False
 
     def release(self) -> None:
         """Say what was kept, in order, and log as before."""
-        if self.kept not in self.logger.handlers:
+        if not self._restore():
             return
-        self.logger.handlers = self.handlers
         for record in self.kept.buffer:
-            for handler in self.handlers:
-                if record.levelno >= handler.level:
-                    handler.handle(record)
+            logging.getLogger(record.name).handle(record)
         self.kept.buffer.clear()
 
     def drop(self) -> None:
         self.kept.buffer.clear()
-        self.logger.handlers = self.handlers
+        self._restore()
+
+    def _restore(self) -> bool:
+        if not any(self.kept in logger.handlers for logger in self.loggers):
+            return False
+        for logger, (handlers, propagate) in zip(self.loggers, self.before, strict=True):
+            logger.handlers, logger.propagate = handlers, propagate
+        return True
 
 
 async def _until_stopped(server: uvicorn.Server) -> int:
