@@ -57,7 +57,7 @@ from gateway.console import Console
 from gateway.errors import ApiError
 from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
-from gateway.services import Services
+from gateway.services import Services, ServicesSlot
 from gateway.state.files import FileStore
 from gateway.state.private_files import private_dir, private_file
 from gateway.state.store import StateStore
@@ -172,7 +172,7 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
     `freeze_heap` (for `memfed serve`): everything built at start-up (the tree, the routes, the imported
     modules) is moved out of the garbage collector's sight, so its full collections, which would otherwise
     walk all of it, stay short pauses in the middle of requests."""
-    holder: dict[str, Services] = {}
+    slot = ServicesSlot()
     deferred = readiness is not None and services is None
     ready = readiness or Readiness()
 
@@ -191,15 +191,9 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
             if opened:
                 await current.close()
 
-    class _Lazy:
-        """Routes are built before the lifespan opens the services; they look them up per request."""
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(holder["services"], name)
-
-    lazy: Any = _Lazy()
-    routes: list[BaseRoute] = [*api_routes(endpoints(), lazy)]
-    console = Console(lambda: holder["services"]) if config.console_enabled else None
+    # Routes are built before the lifespan opens the services; they look them up in the slot per request.
+    routes: list[BaseRoute] = [*api_routes(endpoints(), slot.get)]
+    console = Console(slot.get) if config.console_enabled else None
     if console is not None:
         routes += console.routes()
     if telemetry is not None and telemetry.serves_metrics_route:
@@ -211,12 +205,12 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
                     Middleware(health.ReadinessGate, readiness=ready)],
         exception_handlers={HTTPException: _not_found, Exception: _server_error},
     )
-    app.state.holder, app.state.readiness, app.state.freeze_heap = holder, ready, freeze_heap
+    app.state.slot, app.state.readiness, app.state.freeze_heap = slot, ready, freeze_heap
     if services is not None:
-        holder["services"] = services
+        slot.current = services
         app.state.services = services
         ready.loaded(services)
-    attach_mcp(app, lambda: holder["services"])
+    attach_mcp(app, slot.get)
     if console is not None:
         console.app = app  # its API calls go through the whole app, middleware included
     return app
@@ -224,7 +218,7 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
 
 async def begin_serving(app: Starlette, services: Services) -> None:
     """The services are open: requests reach them, the outbox worker starts, readiness turns ready."""
-    app.state.holder["services"] = services
+    app.state.slot.current = services
     app.state.services = services
     await outbox.start_background(services)
     if app.state.freeze_heap:
@@ -249,5 +243,5 @@ async def end_serving(app: Starlette) -> None:
     """No more requests are taken; the outbox worker stops (a row it was sending keeps its lease and is
     looked for at its provider before it is sent again)."""
     app.state.readiness.drain()
-    if (services := app.state.holder.get("services")) is not None:
+    if (services := app.state.slot.current) is not None:
         await outbox.stop_background(services)

@@ -123,3 +123,16 @@ class Services:
         await self.audit.close()
         await self.providers.close()
         await self.store.close()
+
+
+class ServicesSlot:
+    """Where an app's services are once opened. Its routes, console and MCP are built before the lifespan
+    (or `memfed serve`) opens them, and look them up here per request."""
+
+    def __init__(self, services: Services | None = None) -> None:
+        self.current = services
+
+    def get(self) -> Services:
+        if self.current is None:  # the readiness gate refuses requests before this; reaching here is a bug
+            raise RuntimeError("the gateway's services are not open yet")
+        return self.current

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from adapters.base import (
     ErasureIncomplete,
@@ -23,18 +23,21 @@ from gateway.federation.providers import Missed, ProviderHandle
 from gateway.state import schema as t
 from gateway.state.tree import MemoryNode
 
+if TYPE_CHECKING:
+    from gateway.services import Services
+
 log = logging.getLogger("memfed.api")
 T = TypeVar("T")
 
 
-def handle_for(services: Any, node: MemoryNode) -> ProviderHandle:
+def handle_for(services: Services, node: MemoryNode) -> ProviderHandle:
     handle: ProviderHandle | None = services.providers.get(node.provider)
     if handle is None:
         raise unavailable(node.provider, "not_connected")
     return handle
 
 
-async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], Awaitable[T]], *, read: bool) -> T:
+async def on_provider(services: Services, node: MemoryNode, fn: Callable[[Provider], Awaitable[T]], *, read: bool) -> T:
     handle = handle_for(services, node)
     try:
         return await handle.call(fn, read=read)
@@ -82,13 +85,13 @@ def provider_failure(node: MemoryNode, exc: Exception) -> ApiError:
     return unavailable(node.provider, "adapter_error")
 
 
-async def resolve_record_id(services: Any, memory_id: str, record_id: str) -> str | None:
+async def resolve_record_id(services: Services, memory_id: str, record_id: str) -> str | None:
     """The current id of a record that was moved to another provider (its old id keeps working)."""
     row = await services.store.fetch_one(t.record_aliases, memory_id=memory_id, old_id=record_id)
     return row.new_id if row else None
 
 
-async def with_alias(services: Any, node: MemoryNode, record_id: str,
+async def with_alias(services: Services, node: MemoryNode, record_id: str,
                      fn: Callable[[str], Callable[[Provider], Awaitable[T]]], *, read: bool) -> T:
     """Run `fn(record_id)` on the provider; on not-found retry once with the alias, if there is one."""
     try:
@@ -102,7 +105,7 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
         return await on_provider(services, node, fn(alias), read=read)
 
 
-async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None,
+async def record_counts(services: Services, nodes: Iterable[MemoryNode], call: Any = None,
                         *, wait: bool = True) -> dict[str, int | None]:  # fmt: skip
     """Active records per memory (gateway.federation.counts); None where the provider could not count, or,
     with `wait=False`, where no count is known yet. Counts that are old (or unknown, not waited for)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import insert
 from starlette.responses import JSONResponse
@@ -38,6 +38,9 @@ from gateway.state import harness_schema as h
 from gateway.state.tree import MemoryNode
 from policies import access
 
+if TYPE_CHECKING:
+    from gateway.services import Services
+
 STANDING_LIMIT = 200  # standing records read per memory; more than a budget could hold anyway
 LIST_PAGE = 100
 LIST_PAGES = 20  # a provider without filters is scanned at most this far, newest first
@@ -61,7 +64,7 @@ def _context_of(memory_id: str) -> Callable[[Provider], Awaitable[Sequence[Recor
     return run
 
 
-async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
+async def standing_records(services: Services, node: MemoryNode) -> list[Record]:
     """The memory's standing records, newest first. A provider with a context recall of its own
     (adapters/context.py: a memory-provider plugin's budgeted Recall) is asked for what it would place,
     in its order; one that filters is asked for them; one that does neither is listed (newest first,
@@ -88,7 +91,7 @@ async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
     return _standing(found, node.id)
 
 
-async def prime_memory(services: Any, tree: Any, principals: frozenset[str], node: MemoryNode,
+async def prime_memory(services: Services, tree: Any, principals: frozenset[str], node: MemoryNode,
                        privileges: frozenset[str], *, default: bool = False,
                        tolerate: bool = False) -> priming.PrimeMemory:
     """One memory as the renderer takes it, read for these principals. With `tolerate`, a provider
@@ -128,13 +131,13 @@ async def log_prime(call: Call, primed: priming.Primed, principal: str, harness_
 
 
 async def prime(call: Call) -> dict[str, Any]:
-    query: PrimeQuery = call.query
+    query = call.query_as(PrimeQuery)
     node = require(call, call.path["memory_id"], "read", "memories.prime")
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     memory = await prime_memory(call.services, tree, principals, node, access.effective(tree, principals, node.id))
     primed = priming.render([memory], query.budget)
-    await log_prime(call, primed, call.principal.principal, None)
+    await log_prime(call, primed, call.authenticated().principal, None)
     return {"object": "memory.prime", "memory_id": node.id, **primed.document()}
 
 
@@ -149,7 +152,7 @@ def _refusal(node: MemoryNode, error: ProviderError | None) -> ApiError:
                     detail={"provider": node.provider, "reason": reason})
 
 
-def _deferred(services: Any, node: MemoryNode) -> bool:
+def _deferred(services: Services, node: MemoryNode) -> bool:
     """A provider that derives after it answers (§5.1) is answered with a job, never with records."""
     caps = handle_for(services, node).capabilities()
     return caps.observe_answers == "job" or caps.derivation == "background"
@@ -169,7 +172,7 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
         earlier = await outbox.job_row(services, job_id)
         if earlier is not None:
             return await _observed_before(call, node, earlier, deferred, extra)
-    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.principal.principal,
+    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.authenticated().principal,
                                   job_id=job_id)
     written: list[Record] = []
     stopped: outbox.Outcome | None = None if queued.claimed else outbox.Outcome("retry")
@@ -186,7 +189,7 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
         outbox.wake(services)
     body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
     if stopped is None and not deferred:
-        tree, principals = services.store.tree, call.principal.principals
+        tree, principals = services.store.tree, call.authenticated().principals
         body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
         return JSONAnswer(body, status_code=201)
     job = await outbox.job_row(services, job_id)
@@ -201,7 +204,7 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
     services = call.services
     body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
     if job.status == "completed" and not deferred:
-        tree, principals = services.store.tree, call.principal.principals
+        tree, principals = services.store.tree, call.authenticated().principals
 
         def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
             return lambda p: p.get(node.id, record_id)
@@ -219,7 +222,7 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
 
 
 async def observe(call: Call) -> JSONResponse:
-    body: Observe = call.body
+    body = call.body_as(Observe)
     node = require(call, call.path["memory_id"], "write", "memories.observe")
     writer, at = writer_for(call), now()
     episodes = [outbox.Episode(content=await parts_from(call, node, e.content), written_by=writer, written_at=at,
@@ -239,7 +242,7 @@ async def get_job(call: Call) -> dict[str, Any]:
         "episodes": row.episodes, "record_ids": record_ids, "records": [], "error": row.error or None,
         "created_at": row.created_at, "updated_at": row.updated_at,
     }
-    tree, principals = call.services.store.tree, call.principal.principals
+    tree, principals = call.services.store.tree, call.authenticated().principals
 
     def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
         return lambda p: p.get(node.id, record_id)
@@ -264,7 +267,7 @@ async def get_job(call: Call) -> dict[str, Any]:
     return out
 
 
-async def _still_deriving(services: Any, node: MemoryNode, record_ids: Sequence[str]) -> bool:
+async def _still_deriving(services: Services, node: MemoryNode, record_ids: Sequence[str]) -> bool:
     provider = handle_for(services, node).provider
     if not record_ids or not isinstance(provider, DerivingProvider):
         return False

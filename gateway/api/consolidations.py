@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 from sqlalchemy import and_, or_, select, update
@@ -42,6 +42,9 @@ from gateway.limits import cursor_number
 from gateway.state.consolidation_schema import consolidation_changes as changes_t
 from gateway.state.consolidation_schema import consolidation_runs as runs_t
 from gateway.state.tree import MemoryNode
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("memfed.api.consolidations")
 
@@ -67,7 +70,7 @@ def _busy(run_id: str, message: str = "A consolidation run is changing this memo
     return ApiError(409, "memory_busy", message, detail={"consolidation_id": run_id})
 
 
-def _consolidating(services: Any, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
+def _consolidating(services: Services, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
     handle = handle_for(services, node)
     if not isinstance(handle.provider, ConsolidatingProvider) or handle.capabilities().consolidate != "runs":
         raise unsupported("The memory's provider does not expose consolidation runs.")
@@ -77,7 +80,7 @@ def _consolidating(services: Any, node: MemoryNode) -> tuple[ProviderHandle, Con
 # --------------------------------------------------------------------------- rows
 
 
-async def _select(services: Any, *where: Any, newest_first: bool = True, limit: int | None = None) -> list[Any]:
+async def _select(services: Services, *where: Any, newest_first: bool = True, limit: int | None = None) -> list[Any]:
     order = (runs_t.c.started_at.desc(), runs_t.c.id.desc()) if newest_first else (runs_t.c.started_at,)
     query = select(runs_t).where(*where).order_by(*order)
     if limit is not None:
@@ -86,12 +89,12 @@ async def _select(services: Any, *where: Any, newest_first: bool = True, limit: 
         return list(await conn.execute(query))
 
 
-async def _update(services: Any, table: Any, where: Any, **values: Any) -> None:
+async def _update(services: Services, table: Any, where: Any, **values: Any) -> None:
     async with services.store.engine.begin() as conn:
         await conn.execute(update(table).where(where).values(**values))
 
 
-async def _run_row(services: Any, memory_id: str, run_id: str) -> Any:
+async def _run_row(services: Services, memory_id: str, run_id: str) -> Any:
     rows = await _select(services, runs_t.c.id == run_id, runs_t.c.memory_id == memory_id)
     if not rows:
         raise ApiError(404, "memfed_consolidation_not_found", "No such consolidation run on this memory.",
@@ -149,7 +152,7 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
         await services.store.insert(
             runs_t, id=run_id, memory_id=node.id, provider=handle.name, status="running", trigger="manual",
             started_at=started, finished_at=None, read=json.dumps({unit: 0, "through": None}),
-            changes=json.dumps(_summary(())), usage="{}", error="", created_by=call.principal.principal,
+            changes=json.dumps(_summary(())), usage="{}", error="", created_by=call.authenticated().principal,
             budget=json.dumps({"limit": budget, "unit": unit, "exhausted": False}), **fields,
         )
     except BaseException:
@@ -173,7 +176,7 @@ def _failure(exc: BaseException) -> str:
     return "adapter_error"
 
 
-async def _finish(services: Any, node_id: str, run_id: str, changes: Sequence[Change], **values: Any) -> None:
+async def _finish(services: Services, node_id: str, run_id: str, changes: Sequence[Change], **values: Any) -> None:
     try:
         async with services.store.engine.begin() as conn:
             if changes:
@@ -190,7 +193,7 @@ async def _finish(services: Any, node_id: str, run_id: str, changes: Sequence[Ch
 # --------------------------------------------------------------------------- start
 
 
-async def _resume_point(services: Any, memory_id: str) -> str | None:
+async def _resume_point(services: Services, memory_id: str) -> str | None:
     """Where the next run starts: after `read.through` of the last run if it stopped at its budget;
     from the beginning after a completed one (what has expired since must be read again)."""
     rows = await _select(services, runs_t.c.memory_id == memory_id, runs_t.c.reverts.is_(None),
@@ -214,7 +217,7 @@ def _consolidate(memory_id: str, run_id: str, budget: int | None, after: str | N
     return run
 
 
-async def _execute(services: Any, handle: ProviderHandle, node_id: str, run_id: str, budget: int | None,
+async def _execute(services: Services, handle: ProviderHandle, node_id: str, run_id: str, budget: int | None,
                    after: str | None, unit: str) -> None:
     seen: list[Change] = []
     by = Writer("provider", handle.name, consolidation_id=run_id)
@@ -237,7 +240,7 @@ async def _execute(services: Any, handle: ProviderHandle, node_id: str, run_id: 
 
 
 async def start(call: Call) -> dict[str, Any]:
-    body: StartRun = call.body
+    body = call.body_as(StartRun)
     node = require(call, call.path["memory_id"], "write", "consolidations.start")
     handle, provider = _consolidating(call.services, node)
     unit = provider.consolidation_unit()
@@ -263,7 +266,7 @@ def _decode(cursor: str) -> tuple[int, str]:
 
 
 async def list_runs(call: Call) -> dict[str, Any]:
-    query: Page = call.query
+    query = call.query_as(Page)
     node = require(call, call.path["memory_id"], "read", "consolidations.list")
     where = [runs_t.c.memory_id == node.id]
     if query.cursor:
@@ -282,7 +285,7 @@ async def get_run(call: Call) -> dict[str, Any]:
 
 
 async def list_changes(call: Call) -> dict[str, Any]:
-    query: Page = call.query
+    query = call.query_as(Page)
     node = require(call, call.path["memory_id"], "read", "consolidations.changes")
     run = await _run_row(call.services, node.id, call.path["run_id"])
     after = -1
@@ -306,7 +309,7 @@ async def list_changes(call: Call) -> dict[str, Any]:
 # --------------------------------------------------------------------------- revert
 
 
-async def _execute_revert(services: Any, handle: ProviderHandle, node_id: str, run: Any, revert_id: str,
+async def _execute_revert(services: Services, handle: ProviderHandle, node_id: str, run: Any, revert_id: str,
                           changes: list[Change]) -> None:
     by = Writer("provider", handle.name, consolidation_id=revert_id)
 

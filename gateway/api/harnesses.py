@@ -66,8 +66,8 @@ async def load(call: Call, operation: str) -> Any:
     """The harness row, for an administrator or for the harness's own agent; 404 for anyone else."""
     harness_id = call.path["harness_id"]
     row = await call.services.store.fetch_one(h.harnesses, id=harness_id)
-    mine = row is not None and row.agent_member_id == call.principal.member_id
-    if row is None or not (call.principal.is_admin or mine):
+    mine = row is not None and row.agent_member_id == call.authenticated().member_id
+    if row is None or not (call.authenticated().is_admin or mine):
         call.audit(operation, None, "harness", False, f"refused: harness {harness_id} is not the caller's")
         raise not_found()
     call.audit(operation, None, "harness", True,
@@ -104,7 +104,7 @@ def memories_json(store: StateStore, row: Any) -> dict[str, Any]:
 
 
 async def create_harness(call: Call) -> dict[str, Any]:
-    body: CreateHarness = call.body
+    body = call.body_as(CreateHarness)
     require_admin(call, "harnesses.create")
     store = call.services.store
     if store.member(body.agent_member_id) is None:
@@ -112,18 +112,18 @@ async def create_harness(call: Call) -> dict[str, Any]:
     stamp = now_ms()
     harness_id = new_id("harness")
     await store.insert(h.harnesses, id=harness_id, name=body.name, agent_member_id=body.agent_member_id,
-                       default_memory_id=None, observe=True, created_by=call.principal.member_id,
+                       default_memory_id=None, observe=True, created_by=call.authenticated().member_id,
                        created_at=stamp, updated_at=stamp)
     return harness_json(await store.fetch_one(h.harnesses, id=harness_id))
 
 
 async def list_harnesses(call: Call) -> dict[str, Any]:
     store = call.services.store
-    if call.principal.is_admin:
+    if call.authenticated().is_admin:
         rows = await store.fetch_all(h.harnesses, order_by=h.harnesses.c.created_at)
     else:
         rows = await store.fetch_all(h.harnesses, order_by=h.harnesses.c.created_at,
-                                     agent_member_id=call.principal.member_id)
+                                     agent_member_id=call.authenticated().member_id)
     return page_json((harness_json(r) for r in rows), None)
 
 
@@ -154,7 +154,7 @@ def _outside_notice(call: Call, node: MemoryNode) -> str | None:
 
 
 async def put_memories(call: Call) -> dict[str, Any]:
-    body: HarnessSettings = call.body
+    body = call.body_as(HarnessSettings)
     row = await load(call, "harnesses.memories.put")
     store = call.services.store
     changes: dict[str, Any] = {}
@@ -185,7 +185,7 @@ async def put_memories(call: Call) -> dict[str, Any]:
 
 
 async def harness_prime(call: Call) -> dict[str, Any]:
-    query: PrimeQuery = call.query
+    query = call.query_as(PrimeQuery)
     row = await load(call, "harnesses.prime")
     services = call.services
     tree = services.store.tree
@@ -206,7 +206,7 @@ async def harness_prime(call: Call) -> dict[str, Any]:
 
 async def record_turn(call: Call) -> Any:
     """A finished turn, as episodes in the default memory when observe is on (§9.1)."""
-    body: Turn = call.body
+    body = call.body_as(Turn)
     row = await load(call, "harnesses.turn")
     base = {"object": "harness.turn", "harness_id": row.id}
     if not row.observe:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import text
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -24,6 +24,9 @@ from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses_admin import LiveOut, ReadyOut
 from gateway.errors import ApiError
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 Phase = Literal["loading", "ready", "draining"]
 Check = Callable[[], Awaitable[str]]  # "ok", or one word saying what is wrong
@@ -37,11 +40,11 @@ class Readiness:
 
     def __init__(self) -> None:
         self.phase: Phase = "loading"
-        self.services: Any = None
+        self.services: Services | None = None
         self.checks: dict[str, Check] = {}
         self._store_seen: tuple[float, str] | None = None
 
-    def loaded(self, services: Any) -> None:
+    def loaded(self, services: Services) -> None:
         self.services = services
         if self.phase == "loading":
             self.phase = "ready"
@@ -68,7 +71,7 @@ class Readiness:
         status = self.phase if self.phase != "ready" else ("ready" if healthy else "unready")
         return (200 if ready else 503), {"status": status, "checks": checks}
 
-    async def _state_store(self, services: Any) -> str:
+    async def _state_store(self, services: Services) -> str:
         now = time.monotonic()
         if self._store_seen is not None and now - self._store_seen[0] < PROBE_KEPT:
             return self._store_seen[1]

@@ -70,7 +70,7 @@ class Idempotency:
         if len(key) > 255:
             raise ApiError(400, "memfed_invalid_idempotency_key", "Idempotency-Key is at most 255 characters.",
                            param="Idempotency-Key")
-        principal = call.principal.principal
+        principal = call.authenticated().principal
         fingerprint = hashlib.sha256(
             f"{endpoint.method} {call.request.url.path}\n".encode() + await call.request.body()
         ).hexdigest()

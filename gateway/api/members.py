@@ -12,6 +12,7 @@ from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
 from gateway.errors import ApiError
+from gateway.identity.auth import unauthenticated
 from gateway.state.directory import Member
 
 ADMIN_INVALID = "memfed_invalid_request"
@@ -37,15 +38,17 @@ def _member_or_404(call: Call) -> Member:
 
 async def create_member(call: Call) -> dict[str, Any]:
     require_admin(call, "members.create")
-    body: CreateMember = call.body
+    body = call.body_as(CreateMember)
     member = await call.services.store.create_member(body.name, body.type, is_admin=body.admin)
     return member_json(member, ())
 
 
 async def get_me(call: Call) -> dict[str, Any]:
     store = call.services.store
-    member = store.member(call.principal.member_id)
-    return member_json(member, call.principal.groups, store.keys_of(member.id))
+    member = store.member(call.authenticated().member_id)
+    if member is None:  # removed since its credential was read: the credential no longer stands for anyone
+        raise unauthenticated()
+    return member_json(member, call.authenticated().groups, store.keys_of(member.id))
 
 
 async def get_member(call: Call) -> dict[str, Any]:
@@ -73,7 +76,7 @@ async def revoke_key(call: Call) -> dict[str, Any]:
 
 async def create_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.create")
-    body: CreateGroup = call.body
+    body = call.body_as(CreateGroup)
     store = call.services.store
     if store.group_by_name(body.name) is not None:
         raise ApiError(409, "memfed_group_exists", "A group with this name exists.", param="name")
@@ -96,6 +99,8 @@ def _group_and_member(call: Call) -> tuple[str, str]:
 def _group_json(call: Call, group_id: str) -> dict[str, Any]:
     store = call.services.store
     group = store.group(group_id)
+    if group is None:  # removed by another request since this one found or made it
+        raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
     return {"id": group.id, "object": "group", "name": group.name, "principal": f"group:{group.id}",
             "members": list(store.members_of(group.id))}
 

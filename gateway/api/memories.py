@@ -38,14 +38,14 @@ def decode_cursor(cursor: str | None) -> int:
 
 async def render_memories(call: Call, nodes: Sequence[MemoryNode]) -> list[dict[str, Any]]:
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     counts = await record_counts(call.services, nodes, call)
     return [memory_json(tree, principals, n, access.effective(tree, principals, n.id), counts.get(n.id))
             for n in nodes]
 
 
 async def create_memory(call: Call) -> dict[str, Any]:
-    body: CreateMemory = call.body
+    body = call.body_as(CreateMemory)
     services = call.services
     tree = services.store.tree
     provider = body.provider
@@ -60,10 +60,10 @@ async def create_memory(call: Call) -> dict[str, Any]:
             raise invalid(f"No provider named {provider!r} is configured.", param="provider")
         node = await services.store.create_memory(
             name=body.name, description=body.description, parent_id=body.parent_id,
-            restricted=body.restricted, provider=provider, created_by=call.principal.member_id,
+            restricted=body.restricted, provider=provider, created_by=call.authenticated().member_id,
         )
-    return memory_json(tree, call.principal.principals, node,
-                       access.effective(tree, call.principal.principals, node.id), 0)
+    return memory_json(tree, call.authenticated().principals, node,
+                       access.effective(tree, call.authenticated().principals, node.id), 0)
 
 
 async def get_memory(call: Call) -> dict[str, Any]:
@@ -72,9 +72,9 @@ async def get_memory(call: Call) -> dict[str, Any]:
 
 
 async def list_memories(call: Call) -> dict[str, Any]:
-    query: ListMemories = call.query
+    query = call.query_as(ListMemories)
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     if query.parent:
         require_visible(call, query.parent, "memories.list")
         ids = access.readable_children(tree, principals, query.parent)
@@ -83,7 +83,8 @@ async def list_memories(call: Call) -> dict[str, Any]:
         ids = [m for m, level, privs in access.walk_down(tree, principals, query.ancestor) if level and privs]
     else:
         ids = access.entry_points(tree, principals)
-        ids.sort(key=lambda m: (tree.depth_of(m), tree.get(m).created_at, m))
+        # Entry points are ids of the tree read just now, with no await between: each has its node.
+        ids.sort(key=lambda m: (tree.depth_of(m), node.created_at if (node := tree.get(m)) else 0, m))
     offset = decode_cursor(query.cursor)
     window = ids[offset : offset + query.limit]
     nodes = [tree.get(m) for m in window]
@@ -93,7 +94,7 @@ async def list_memories(call: Call) -> dict[str, Any]:
 
 
 async def update_memory(call: Call) -> dict[str, Any]:
-    body: UpdateMemory = call.body
+    body = call.body_as(UpdateMemory)
     memory_id = call.path["memory_id"]
     services = call.services
     tree = services.store.tree
@@ -116,7 +117,7 @@ async def update_memory(call: Call) -> dict[str, Any]:
             changes["restricted"] = body.restricted
         # Compared with the parent as the caller sees it: against the true one, a hidden parent's id would
         # be told from a random one by the answer (a no-op here, a refusal there).
-        if "parent_id" in given and body.parent_id != access.visible_parent(tree, call.principal.principals,
+        if "parent_id" in given and body.parent_id != access.visible_parent(tree, call.authenticated().principals,
                                                                              memory_id):
             require(call, memory_id, "delete", "memories.move")
             if body.parent_id is None:
@@ -153,7 +154,7 @@ async def delete_memory(call: Call) -> dict[str, Any]:
         # Claimed before the lock is let go: while the providers drop the records, nothing is created,
         # moved or granted in this subtree, so what is removed below is exactly what was dropped.
         claim = store.claims.claim(doomed)
-        seen = sum(1 for _m, _level, privileges in access.walk_down(store.tree, call.principal.principals,
+        seen = sum(1 for _m, _level, privileges in access.walk_down(store.tree, call.authenticated().principals,
                                                                     memory_id) if privileges)
     try:
         # Records first: if a provider fails, the tree still shows every memory whose records remain.

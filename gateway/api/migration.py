@@ -55,7 +55,7 @@ def _memory(call: Call, operation: str) -> str:
 
 
 async def migrate(call: Call) -> dict[str, Any]:
-    body: Migrate = call.body
+    body = call.body_as(Migrate)
     memory_id = _memory(call, "memories.migrate")
     entry = progress.start(call.services, memory_id, body.to, body.recursive)
     try:

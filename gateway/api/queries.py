@@ -102,7 +102,7 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
         return {"object": "memory.query_result", "columns": list(result.columns),
                 "rows": [list(r) for r in result.rows], "degraded": degraded}
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     place = {"id": node.id, "name": node.name}
     # No ranking and no signal produced these: score is null and why is empty.
     results: list[dict[str, Any]] = [
@@ -143,7 +143,7 @@ async def list_queries(call: Call) -> dict[str, Any]:
 
 
 async def define_query(call: Call) -> Any:
-    body: DefineQuery = call.body
+    body = call.body_as(DefineQuery)
     name = call.path["name"]
     check_name(name)
     if body.name is not None and body.name != name:
@@ -171,7 +171,7 @@ async def _store(call: Call, node: MemoryNode, name: str, body: DefineQuery) -> 
     """Insert or replace; True when the name was new. Two definers racing on a new name both succeed,
     the later replacing the earlier, as two replaces would."""
     table = q.named_queries
-    stamp, who = now_ms(), call.principal.member_id
+    stamp, who = now_ms(), call.authenticated().member_id
     values = {"description": body.description, "params": json.dumps(body.params), "requires": body.requires,
               "language": body.language, "body": body.body, "updated_by": who, "updated_at": stamp}
     where = (table.c.memory_id == node.id, table.c.name == name)
@@ -199,7 +199,7 @@ async def delete_query(call: Call) -> dict[str, Any]:
 
 
 async def run_query(call: Call) -> dict[str, Any]:
-    body: RunQuery = call.body
+    body = call.body_as(RunQuery)
     memory_id = call.path["memory_id"]
     node = require(call, memory_id, "read", "queries.run")
     async with call.services.store.engine.connect() as conn:
@@ -222,7 +222,7 @@ async def run_query(call: Call) -> dict[str, Any]:
 
 
 async def free_query(call: Call) -> dict[str, Any]:
-    body: FreeQuery = call.body
+    body = call.body_as(FreeQuery)
     node = require(call, call.path["memory_id"], "read", "queries.free")
     handle, _ = querying(call, node, named=False)
     caps = handle.capabilities()

@@ -27,7 +27,7 @@ def snapshot_json(row: Any) -> dict[str, Any]:
 
 
 async def create_snapshot(call: Call) -> dict[str, Any]:
-    body: Snapshot = call.body
+    body = call.body_as(Snapshot)
     memory_id = call.path["memory_id"]
     node = require(call, memory_id, "write", "snapshots.create")
     if not handle_for(call.services, node).capabilities().as_of:
@@ -38,7 +38,7 @@ async def create_snapshot(call: Call) -> dict[str, Any]:
         raise ApiError(409, "memfed_snapshot_exists", "This memory has a snapshot of that name.", param="name")
     snapshot_id = new_id("snapshot")
     await store.insert(t.snapshots, id=snapshot_id, memory_id=memory_id, name=body.name, message=body.message,
-                       at=now_ms(), created_by=call.principal.member_id)
+                       at=now_ms(), created_by=call.authenticated().member_id)
     return snapshot_json(await store.fetch_one(t.snapshots, id=snapshot_id))
 
 
