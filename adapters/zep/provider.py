@@ -45,20 +45,18 @@ from adapters.base import (
 from adapters.versioning import not_before, or_keep, refuse_following, revised
 from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
+from adapters.zep._dialect import DIALECTS
 from adapters.zep._graphs import Graphs
 from adapters.zep._http import Http, NotFound, Secret
 from adapters.zep._ingests import Ingests
 from adapters.zep._recall import ZepRecall
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, KINDS, Graph, Kind, NewEdge, Written, iso
 from adapters.zep._tasks import settle
-from adapters.zep._v3 import V3
-from adapters.zep._v4 import V4
 
 log = logging.getLogger("memfed.adapters.zep")
 
 CLOUD_URL = "https://api.getzep.com"
 _OPTIONS = {"base_url", "variant", "timeout", "calls_at_once", "task_wait", "task_poll"}
-DIALECTS: dict[str, Any] = {"v4": V4(), "v3": V3()}
 
 
 def _capabilities() -> Capabilities:

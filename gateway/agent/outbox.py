@@ -236,7 +236,7 @@ async def _finish(services: Services, row: Any, **values: Any) -> None:
 def _backoff(attempts: int, error: ProviderError) -> float:
     if isinstance(error, ProviderRateLimited) and error.retry_after:
         return min(BACKOFF_CAP, float(error.retry_after))
-    return min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, attempts - 1))
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2.0 ** max(0, attempts - 1))
 
 
 async def _already_there(handle: Any, memory_id: str, outbox_id: str) -> Record | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from adapters.base import (
     ErasureIncomplete,
@@ -24,6 +24,7 @@ from gateway.state import schema as t
 from gateway.state.tree import MemoryNode
 
 if TYPE_CHECKING:
+    from gateway.api._endpoint import Call
     from gateway.services import Services
 
 log = logging.getLogger("memfed.api")
@@ -105,7 +106,7 @@ async def with_alias(services: Services, node: MemoryNode, record_id: str,
         return await on_provider(services, node, fn(alias), read=read)
 
 
-async def record_counts(services: Services, nodes: Iterable[MemoryNode], call: Any = None,
+async def record_counts(services: Services, nodes: Iterable[MemoryNode], call: Call | None = None,
                         *, wait: bool = True) -> dict[str, int | None]:  # fmt: skip
     """Active records per memory (gateway.federation.counts); None where the provider could not count, or,
     with `wait=False`, where no count is known yet. Counts that are old (or unknown, not waited for)
