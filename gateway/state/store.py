@@ -24,6 +24,7 @@ from gateway.state.engine import chunks, open_engine
 from gateway.state.rows import grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
+from gateway.state.version_probe import VersionProbe
 from gateway.telemetry import metrics
 from policies.access import PRIVILEGES, Grant
 
@@ -40,6 +41,7 @@ class StateStore:
         self.claims = Claims()
         self.directory = Directory()
         self.changes = coherence.ChangeMark()
+        self.version_probe = VersionProbe(engine)  # what catch_up asks before every decision
         self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
 
     @classmethod
@@ -76,6 +78,7 @@ class StateStore:
             await engine.dispose()
 
     async def close(self) -> None:
+        await self.version_probe.close()
         await self.engine.dispose()
 
     async def _load(self) -> None:
@@ -101,8 +104,7 @@ class StateStore:
 
     async def catch_up(self) -> None:
         """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
-        async with self.engine.connect() as conn:
-            newest = await coherence.latest(conn)
+        newest = await self.version_probe.newest()
         if newest <= self.changes.seen:
             return
         async with self.changes.lock:
