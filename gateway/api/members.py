@@ -13,7 +13,7 @@ from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
 from gateway.errors import ApiError
 from gateway.identity.auth import unauthenticated
-from gateway.state.directory import Member
+from gateway.state.directory import GroupRow, Member
 
 ADMIN_INVALID = "memfed_invalid_request"
 
@@ -46,7 +46,7 @@ async def create_member(call: Call) -> dict[str, Any]:
 async def get_me(call: Call) -> dict[str, Any]:
     store = call.services.store
     member = store.member(call.authenticated().member_id)
-    if member is None:  # removed since its credential was read: the credential no longer stands for anyone
+    if member is None:  # a credential that stands for no member is no credential
         raise unauthenticated()
     return member_json(member, call.authenticated().groups, store.keys_of(member.id))
 
@@ -85,7 +85,7 @@ async def create_group(call: Call) -> dict[str, Any]:
             "members": []}
 
 
-def _group_and_member(call: Call) -> tuple[str, str]:
+def _group_and_member(call: Call) -> tuple[GroupRow, str]:
     store = call.services.store
     group = store.group(call.path["group_id"])
     if group is None:
@@ -93,38 +93,36 @@ def _group_and_member(call: Call) -> tuple[str, str]:
     member = store.member(call.path["member_id"])
     if member is None:
         raise ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
-    return group.id, member.id
+    return group, member.id
 
 
-def _group_json(call: Call, group_id: str) -> dict[str, Any]:
+def _group_json(call: Call, group: GroupRow) -> dict[str, Any]:
     store = call.services.store
-    group = store.group(group_id)
-    if group is None:  # removed by another request since this one found or made it
-        raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
     return {"id": group.id, "object": "group", "name": group.name, "principal": f"group:{group.id}",
             "members": list(store.members_of(group.id))}
 
 
 async def get_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.get")
-    if call.services.store.group(call.path["group_id"]) is None:
+    group = call.services.store.group(call.path["group_id"])
+    if group is None:
         raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
-    return _group_json(call, call.path["group_id"])
+    return _group_json(call, group)
 
 
 async def add_to_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.add_member")
-    group_id, member_id = _group_and_member(call)
-    await call.services.store.add_to_group(group_id, member_id)
-    return _group_json(call, group_id)
+    group, member_id = _group_and_member(call)
+    await call.services.store.add_to_group(group.id, member_id)
+    return _group_json(call, group)
 
 
 async def remove_from_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.remove_member")
-    group_id, member_id = _group_and_member(call)
-    if not await call.services.store.remove_from_group(group_id, member_id):
+    group, member_id = _group_and_member(call)
+    if not await call.services.store.remove_from_group(group.id, member_id):
         raise ApiError(404, "memfed_not_a_member", "The member is not in this group.", param="member_id")
-    return _group_json(call, group_id)
+    return _group_json(call, group)
 
 
 ENDPOINTS = [

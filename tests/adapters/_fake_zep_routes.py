@@ -385,7 +385,7 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         listed = [g for g in fake.graphs.values() if params.get("search", "") in g["graph_id"]]
         chunk = listed[(number - 1) * size: number * size]
         return 200, {"graphs": chunk, "page_number": number, "page_size": size, "row_count": len(chunk),
-                     "total_count": len(found)}, {}
+                     "total_count": len(listed)}, {}
     if len(p) == 2 and p[0] == "graph" and method == "GET":
         return 200, fake.graphs[_graph_v3(fake, p[1])], {}
     if len(p) == 2 and p[0] == "graph" and method == "DELETE":
