@@ -9,8 +9,8 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -91,7 +91,7 @@ def endpoints() -> list[Endpoint]:
     ]
 
 
-async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None,
+async def open_services(config: Config, *, http_client: httpx.AsyncClient | None = None, audit: AuditLog | None = None,
                         first_admin: bool = False) -> Services:
     """Everything a request needs, opened; on any failure (or a cancellation) what was opened is closed again,
     so a start that fails leaves no connection thread behind to keep the process from exiting.
@@ -162,7 +162,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
                         .envelope(), status_code=500)
 
 
-def create_app(config: Config, *, services: Services | None = None, http_client: Any = None,
+def create_app(config: Config, *, services: Services | None = None, http_client: httpx.AsyncClient | None = None,
                freeze_heap: bool = False, readiness: Readiness | None = None,
                telemetry: Telemetry | None = None) -> Starlette:
     """The app. Given `services`, it uses them as they are (tests); given `readiness` and no services, it
