@@ -87,8 +87,8 @@ def _declared(value: BaseModel | None, model: type[M], part: str) -> M:
     return value
 
 
-# A route answers a JSON document (a mapping or a list, rendered by JSONAnswer) or a Response it built.
-Answer = Response | Mapping[str, object] | Sequence[object]
+# A route answers a JSON object (rendered by JSONAnswer) or a Response it built.
+Answer = Response | Mapping[str, object]
 Handler = Callable[[Call], Awaitable[Answer]]
 
 
