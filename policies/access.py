@@ -300,13 +300,8 @@ def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
     would make the parent visible too (a cutoff in between would have stopped that grant). A grant
     that gives no privilege opens nothing, so it makes no entry point either.
     """
-    candidates: dict[str, None] = {}
-    for principal in sorted(principals):
-        for grant in tree.grants_to(principal):
-            if grant.privileges and tree.exists(grant.memory_id):
-                candidates.setdefault(grant.memory_id)
     entries = []
-    for memory_id in candidates:
+    for memory_id in granted(tree, principals):
         parent = tree.parent_of(memory_id)
         if parent is None or not effective(tree, principals, parent):
             entries.append(memory_id)
@@ -334,3 +329,72 @@ def readable_children(tree: TreeView, principals: frozenset[str], memory_id: str
         if own or (parent_privileges and not tree.is_restricted(child)):
             visible.append(child)
     return visible
+
+
+# --------------------------------------------------------------------------- what a route asks
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One privilege on one memory, allowed or refused, with the reason an audit entry records.
+
+    The reason is derived only when asked for: most verdicts allow and are never written down.
+    """
+
+    memory_id: str
+    privilege: str
+    decision: Decision | None  # None: there is no such memory
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision is not None and self.decision.allows(self.privilege)
+
+    @property
+    def visible(self) -> bool:
+        """Whether the caller holds anything here: a refusal where it holds nothing answers like a miss."""
+        return self.decision is not None and bool(self.decision.privileges)
+
+    @property
+    def reason(self) -> str:
+        if self.decision is None:
+            return "refused: no such memory"
+        return self.decision.reason(self.privilege)
+
+
+def decide(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: str) -> Verdict:
+    """May the caller use `privilege` on `memory_id`, and why."""
+    if not tree.exists(memory_id):
+        return Verdict(memory_id, privilege, None)
+    return Verdict(memory_id, privilege, explain(tree, principals, memory_id))
+
+
+def decide_read(tree: TreeView, principals: frozenset[str], memory_id: str) -> Verdict:
+    """May the caller read `memory_id` (a reference's target, a parent, a listed memory), and why."""
+    return decide(tree, principals, memory_id, "read")
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Where a reader may go next from a memory: its parent if it may read it, the children it may read."""
+
+    parent: str | None
+    children: tuple[str, ...]
+
+
+def readable_neighbours(tree: TreeView, principals: frozenset[str], memory_id: str) -> Neighbours:
+    """The readable parent (None for a root or one the caller may not read) and the readable children."""
+    parent = tree.parent_of(memory_id)
+    if parent is not None and "read" not in effective(tree, principals, parent):
+        parent = None
+    return Neighbours(parent, tuple(children_holding(tree, principals, memory_id, "read")))
+
+
+def granted(tree: TreeView, principals: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Every memory these principals hold a grant giving some privilege on, with the effective privileges
+    there, in the order of the principals (sorted) and their grants."""
+    found: dict[str, frozenset[str]] = {}
+    for principal in sorted(principals):
+        for grant in tree.grants_to(principal):
+            if grant.privileges and grant.memory_id not in found and tree.exists(grant.memory_id):
+                found[grant.memory_id] = effective(tree, principals, grant.memory_id)
+    return {memory_id: held for memory_id, held in found.items() if held}

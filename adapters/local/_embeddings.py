@@ -30,7 +30,12 @@ log = logging.getLogger("memfed.local.meaning")
 
 DIMENSIONS = 384
 FLOOR = 0.2  # cosine below which a record is not "about" the question: never returned for its meaning alone
-HYBRID_K = 60  # rank fusion constant between the word list and the meaning list
+# Rank fusion constant between the word list and the meaning list. Small, so that a record first in one
+# list beats one found low in both. Measured offline on LoCoMo with this model (conversations 26, 30, 41,
+# 383 questions, one index each, lists of 50 as the provider asks): hit@10 0.736 at 5, 0.619 at the usual
+# 60, 0.621 for bm25 alone and 0.564 for meaning alone.
+HYBRID_K = 5
+FILL_BATCH = 256  # versions embedded and stored per step of a fill
 
 CREATE = "CREATE TABLE IF NOT EXISTS meanings (seq INTEGER PRIMARY KEY, vector BLOB NOT NULL)"
 PURGE_ORPHANS = "DELETE FROM meanings WHERE seq NOT IN (SELECT seq FROM versions)"
@@ -52,13 +57,15 @@ class Meaning:
                 self._model.encode, list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
         return [self._np.asarray(v, dtype="float32").tobytes() for v in vectors]
 
-    async def fill(self, reader: aiosqlite.Connection, memory_ids: Sequence[str]) -> list[tuple[int, bytes]]:
-        """Vectors for the versions of these memories that have none yet (to be stored by the caller)."""
+    async def fill(self, reader: aiosqlite.Connection, memory_ids: Sequence[str], *,
+                   limit: int = FILL_BATCH) -> list[tuple[int, bytes]]:
+        """Vectors for up to `limit` versions of these memories that have none yet (stored by the caller)."""
         rows = list(await reader.execute_fetchall(
             "SELECT f.rowid AS seq, f.title, f.body FROM versions_fts f JOIN versions v ON v.seq = f.rowid"
             " LEFT JOIN meanings m ON m.seq = f.rowid"
-            " WHERE m.seq IS NULL AND v.memory_id IN (SELECT value FROM json_each(:memories))",
-            {"memories": to_json(list(memory_ids), "memory ids")}))
+            " WHERE m.seq IS NULL AND v.memory_id IN (SELECT value FROM json_each(:memories))"
+            " ORDER BY f.rowid LIMIT :limit",
+            {"memories": to_json(list(memory_ids), "memory ids"), "limit": limit}))
         if not rows:
             return []
         vectors = await self.encode([" ".join(filter(None, (r["title"], r["body"]))) for r in rows])

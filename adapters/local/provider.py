@@ -116,6 +116,7 @@ class LocalProvider(LocalConnections, LocalQueries):
     # `semantic = "on"` in the provider's table: meaning search, where memfed[semantic] is installed. Off by
     # default, because the first search after many writes waits for their vectors.
     semantic = False
+    _fill_lock: asyncio.Lock | None = None
 
     def meaning(self) -> embeddings.Meaning | None:
         return embeddings.load() if self.semantic else None
@@ -432,11 +433,22 @@ class LocalProvider(LocalConnections, LocalQueries):
                                       types=query.types, depth=depth)
 
     async def _fill(self, meaning: embeddings.Meaning, memory_ids: Sequence[str]) -> None:
-        async with self._writing() as db:
-            await db.execute(embeddings.CREATE)
-        async with self._reading() as db:
-            missing = await meaning.fill(db, memory_ids)
-        if missing:  # encoded outside the write lock; the insert is one short transaction
+        # One fill at a time per provider, in batches stored as they are made. A recall cut off by its
+        # deadline leaves its fill running; the next recall queues behind it and then finds only what is
+        # still missing. Without the lock every recall on a backlog started a fill of the whole backlog,
+        # all queued on the one model, so none finished in time and the backlog never went away.
+        if self._fill_lock is None:
+            self._fill_lock = asyncio.Lock()
+        async with self._fill_lock:
             async with self._writing() as db:
-                await db.executemany("INSERT OR IGNORE INTO meanings (seq, vector) VALUES (?, ?)", missing)
+                await db.execute(embeddings.CREATE)
+            while True:
+                async with self._reading() as db:
+                    missing = await meaning.fill(db, memory_ids, limit=embeddings.FILL_BATCH)
+                if not missing:
+                    return
+                async with self._writing() as db:  # encoded outside the write lock; one short transaction
+                    await db.executemany("INSERT OR IGNORE INTO meanings (seq, vector) VALUES (?, ?)", missing)
+                if len(missing) < embeddings.FILL_BATCH:
+                    return
 

@@ -183,7 +183,7 @@ async def release(services: Services, row_ids: Sequence[str]) -> None:
 
 
 async def job_row(services: Services, job_id: str) -> Any:
-    return await services.store.fetch_one(h.observe_jobs, id=job_id)
+    return await services.store.rows.fetch_one(h.observe_jobs, id=job_id)
 
 
 async def _refresh_job(conn: Any, job_id: str) -> None:

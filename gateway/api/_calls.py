@@ -20,7 +20,6 @@ from adapters.base import (
 from gateway.errors import ApiError, record_not_found, unavailable, unsupported
 from gateway.federation.breaker import CircuitOpen
 from gateway.federation.providers import Missed, ProviderHandle
-from gateway.state import schema as t
 from gateway.state.tree import MemoryNode
 
 if TYPE_CHECKING:
@@ -88,8 +87,8 @@ def provider_failure(node: MemoryNode, exc: Exception) -> ApiError:
 
 async def resolve_record_id(services: Services, memory_id: str, record_id: str) -> str | None:
     """The current id of a record that was moved to another provider (its old id keeps working)."""
-    row = await services.store.fetch_one(t.record_aliases, memory_id=memory_id, old_id=record_id)
-    return row.new_id if row else None
+    found: str | None = await services.store.aliases.current_id(memory_id, record_id)
+    return found
 
 
 async def with_alias(services: Services, node: MemoryNode, record_id: str,

@@ -14,7 +14,6 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import insert
 from starlette.responses import JSONResponse
 
 from adapters import degraded as entries
@@ -30,11 +29,11 @@ from gateway.api._writes import write_intent
 from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
 from gateway.api.records import now, parts_from, writer_for
-from gateway.api.render import record_json, written_json
+from gateway.api.render import Reader, reader, record_json, written_json
 from gateway.api.responses_agent import JobOut, ObservationOut, PrimeOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
-from gateway.state import harness_schema as h
+from gateway.state.harnesses import Placed
 from gateway.state.tree import MemoryNode
 from policies import access
 
@@ -44,6 +43,9 @@ if TYPE_CHECKING:
 STANDING_LIMIT = 200  # standing records read per memory; more than a budget could hold anyway
 LIST_PAGE = 100
 LIST_PAGES = 20  # a provider without filters is scanned at most this far, newest first
+
+# What a refused reference in an observed record is audited as (gateway/api/render.py `reader`).
+OBSERVED = "memories.observe.reference"
 
 
 # ------------------------------------------------------------------ prime
@@ -91,11 +93,11 @@ async def standing_records(services: Services, node: MemoryNode) -> list[Record]
     return _standing(found, node.id)
 
 
-async def prime_memory(services: Services, tree: Any, principals: frozenset[str], node: MemoryNode,
-                       privileges: frozenset[str], *, default: bool = False,
-                       tolerate: bool = False) -> priming.PrimeMemory:
-    """One memory as the renderer takes it, read for these principals. With `tolerate`, a provider
+async def prime_memory(services: Services, shown: Reader, node: MemoryNode, privileges: frozenset[str], *,
+                       default: bool = False, tolerate: bool = False) -> priming.PrimeMemory:
+    """One memory as the renderer takes it, read for `shown`'s principals. With `tolerate`, a provider
     failure becomes the memory's `problem` (a harness's prime goes on with the other memories)."""
+    tree, principals = shown.tree, shown.principals
     children = tuple(
         priming.Child(child.id, child.name, child.description)
         for child in (tree.get(c) for c in access.readable_children(tree, principals, node.id))
@@ -106,7 +108,7 @@ async def prime_memory(services: Services, tree: Any, principals: frozenset[str]
     problem = None
     if readable:
         try:
-            records = [record_json(r, tree, principals, node.id) for r in await standing_records(services, node)]
+            records = [record_json(r, shown, node.id) for r in await standing_records(services, node)]
         except ApiError as error:
             if not tolerate:
                 raise
@@ -122,12 +124,9 @@ async def prime_memory(services: Services, tree: Any, principals: frozenset[str]
 async def log_prime(call: Call, primed: priming.Primed, principal: str, harness_id: str | None) -> None:
     """What was placed, per memory, in tokens (§9.1): kept with the request that placed it."""
     stamp = now_ms()
-    rows = [{"request_id": call.request_id, "harness_id": harness_id, "memory_id": p.memory_id,
-             "principal": principal, "tokens": p.tokens, "records": p.records_placed, "budget": primed.budget,
-             "tokenizer": priming.TOKENIZER, "at": stamp} for p in primed.memories]
-    if rows:
-        async with call.services.store.engine.begin() as conn:
-            await conn.execute(insert(h.prime_log), rows)
+    await call.services.store.prime_log.keep([
+        Placed(call.request_id, harness_id, p.memory_id, principal, p.tokens, p.records_placed, primed.budget,
+               priming.TOKENIZER, stamp) for p in primed.memories])
 
 
 async def prime(call: Call) -> dict[str, Any]:
@@ -135,7 +134,8 @@ async def prime(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "read", "memories.prime")
     tree = call.services.store.tree
     principals = call.authenticated().principals
-    memory = await prime_memory(call.services, tree, principals, node, access.effective(tree, principals, node.id))
+    memory = await prime_memory(call.services, reader(call, "memories.prime.reference"), node,
+                                access.effective(tree, principals, node.id))
     primed = priming.render([memory], query.budget)
     await log_prime(call, primed, call.authenticated().principal, None)
     return {"object": "memory.prime", "memory_id": node.id, **primed.document()}
@@ -189,8 +189,8 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
         outbox.wake(services)
     body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
     if stopped is None and not deferred:
-        tree, principals = services.store.tree, call.authenticated().principals
-        body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
+        shown = reader(call, OBSERVED)
+        body.update(records=[written_json(r, shown, node.id) for r in written], job=None)
         return JSONAnswer(body, status_code=201)
     job = await outbox.job_row(services, job_id)
     body.update(records=[], job={"id": job_id, "status": job.status if job is not None else "pending"})
@@ -204,8 +204,6 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
     services = call.services
     body: dict[str, Any] = {"object": "memory.observation", "memory_id": node.id, **(extra or {})}
     if job.status == "completed" and not deferred:
-        tree, principals = services.store.tree, call.authenticated().principals
-
         def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
             return lambda p: p.get(node.id, record_id)
 
@@ -214,7 +212,8 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
         except ApiError:
             written = None  # the provider is away or the records were erased since: the job says what was done
         if written is not None:
-            body.update(records=[written_json(r, tree, principals, node.id) for r in written], job=None)
+            shown = reader(call, OBSERVED)
+            body.update(records=[written_json(r, shown, node.id) for r in written], job=None)
             return JSONAnswer(body, status_code=201)
     outbox.wake(services)
     body.update(records=[], job={"id": job.id, "status": job.status})
@@ -242,7 +241,7 @@ async def get_job(call: Call) -> dict[str, Any]:
         "episodes": row.episodes, "record_ids": record_ids, "records": [], "error": row.error or None,
         "created_at": row.created_at, "updated_at": row.updated_at,
     }
-    tree, principals = call.services.store.tree, call.authenticated().principals
+    shown = reader(call, "memories.job.reference")
 
     def read(record_id: str) -> Callable[[Provider], Awaitable[Record]]:
         return lambda p: p.get(node.id, record_id)
@@ -263,7 +262,7 @@ async def get_job(call: Call) -> dict[str, Any]:
             out["records"] = None
             out["degraded"] = [entries.entry("records", error.code)]
             break
-        out["records"].append(record_json(record, tree, principals, node.id))
+        out["records"].append(record_json(record, shown, node.id))
     return out
 
 

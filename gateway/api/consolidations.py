@@ -2,7 +2,7 @@
 
 The gateway owns each run: it mints the id, stamps `written_by {kind: provider, id: <provider>,
 consolidation_id: <run>}` on what the provider writes, keeps the run and its changes in its own tables
-(gateway/state/consolidation_schema.py), and marks the memory busy while the run changes it, so a move
+(gateway/state/consolidations.py), and marks the memory busy while the run changes it, so a move
 or a delete answers 409 `memory_busy` (§12). The provider does the pass (adapters/consolidation.py).
 
 A start runs the pass now and answers the finished run. The pass runs in a task of its own that the
@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
-from sqlalchemy import and_, or_, select, update
 
 from adapters.base import Provider, ProviderError, ProviderRejected, Unsupported, Writer
 from adapters.consolidation import CHANGE_KINDS, Change, ConsolidatingProvider, Reversal, RunOutcome
@@ -39,8 +38,7 @@ from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
 from gateway.limits import cursor_number
-from gateway.state.consolidation_schema import consolidation_changes as changes_t
-from gateway.state.consolidation_schema import consolidation_runs as runs_t
+from gateway.state.consolidations import Busy, Run
 from gateway.state.tree import MemoryNode
 
 if TYPE_CHECKING:
@@ -80,29 +78,15 @@ def _consolidating(services: Services, node: MemoryNode) -> tuple[ProviderHandle
 # --------------------------------------------------------------------------- rows
 
 
-async def _select(services: Services, *where: Any, newest_first: bool = True, limit: int | None = None) -> list[Any]:
-    order = (runs_t.c.started_at.desc(), runs_t.c.id.desc()) if newest_first else (runs_t.c.started_at,)
-    query = select(runs_t).where(*where).order_by(*order)
-    if limit is not None:
-        query = query.limit(limit)
-    async with services.store.engine.connect() as conn:
-        return list(await conn.execute(query))
-
-
-async def _update(services: Services, table: Any, where: Any, **values: Any) -> None:
-    async with services.store.engine.begin() as conn:
-        await conn.execute(update(table).where(where).values(**values))
-
-
-async def _run_row(services: Services, memory_id: str, run_id: str) -> Any:
-    rows = await _select(services, runs_t.c.id == run_id, runs_t.c.memory_id == memory_id)
-    if not rows:
+async def _run_row(services: Services, memory_id: str, run_id: str) -> Run:
+    run: Run | None = await services.store.consolidations.get(memory_id, run_id)
+    if run is None:
         raise ApiError(404, "memfed_consolidation_not_found", "No such consolidation run on this memory.",
                        param="run_id")
-    return rows[0]
+    return run
 
 
-def run_json(row: Any) -> dict[str, Any]:
+def run_json(row: Run) -> dict[str, Any]:
     """A run in §9.2's shape; memfed's additions under `x.memfed`."""
     return {
         "id": row.id,
@@ -127,9 +111,9 @@ def _summary(changes: Sequence[Change]) -> dict[str, int]:
     return {kind: sum(1 for c in changes if c.kind == kind) for kind in CHANGE_KINDS}
 
 
-async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str, budget: int | None,
-                 **fields: Any) -> str:
-    """Claim the memory for a new run and write its row as `running`; the run's id."""
+async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str, budget: int | None, *,
+                 resumed_after: str | None = None, reverts: str | None = None) -> Run:
+    """Claim the memory for a new run and write its row as `running`; the run as written."""
     services = call.services
     if services.store.claims.deleting(node.id):  # its records are being dropped: a run would outlive them
         raise ApiError(409, "memory_busy", "This memory is being deleted.")
@@ -137,28 +121,22 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
         raise _busy(services.busy[node.id])
     run_id = new_id("consolidation")
     services.busy[node.id] = run_id  # claimed before the first await, so two starts cannot both pass
+    stamp = now_ms()
+    run = Run(run_id, node.id, handle.name, "running", "manual", stamp, None,
+              read=json.dumps({unit: 0, "through": None}), changes=json.dumps(_summary(())),
+              budget=json.dumps({"limit": budget, "unit": unit, "exhausted": False}), usage="{}",
+              resumed_after=resumed_after, reverts=reverts, reverted_by=None, created_by=call.authenticated().principal,
+              error="")
     try:
-        stamp = now_ms()
-        # A run another process still runs holds the memory too; one whose process died is failed here.
-        for row in await _select(services, runs_t.c.memory_id == node.id, runs_t.c.status.in_(("queued", "running"))):
-            if row.started_at > stamp - STALE_MS:
-                raise _busy(row.id)
-            await _update(services, runs_t, runs_t.c.id == row.id, status="failed", finished_at=stamp,
-                          error="interrupted: the server stopped during the run")
-        # Newest first must mean started last, even for two runs in one millisecond: a run starts after
-        # the memory's last one.
-        last = await _select(services, runs_t.c.memory_id == node.id, limit=1)
-        started = max(stamp, last[0].started_at + 1) if last else stamp
-        await services.store.insert(
-            runs_t, id=run_id, memory_id=node.id, provider=handle.name, status="running", trigger="manual",
-            started_at=started, finished_at=None, read=json.dumps({unit: 0, "through": None}),
-            changes=json.dumps(_summary(())), usage="{}", error="", created_by=call.authenticated().principal,
-            budget=json.dumps({"limit": budget, "unit": unit, "exhausted": False}), **fields,
-        )
+        # A run another process still runs holds the memory too; one whose process died is failed there.
+        return await services.store.consolidations.begin(
+            run, stale_before=stamp - STALE_MS, interrupted="interrupted: the server stopped during the run")
+    except Busy as held:
+        services.busy.pop(node.id, None)
+        raise _busy(held.run_id) from None
     except BaseException:
         services.busy.pop(node.id, None)
         raise
-    return run_id
 
 
 async def _in_background(work: Coroutine[Any, Any, None]) -> None:
@@ -176,15 +154,10 @@ def _failure(exc: BaseException) -> str:
     return "adapter_error"
 
 
-async def _finish(services: Services, node_id: str, run_id: str, changes: Sequence[Change], **values: Any) -> None:
+async def _finish(services: Services, node_id: str, run_id: str, changes: Sequence[Change], **values: str) -> None:
     try:
-        async with services.store.engine.begin() as conn:
-            if changes:
-                await conn.execute(changes_t.insert(), [
-                    {"run_id": run_id, "seq": i, "record_id": c.record_id, "kind": c.kind, "version": c.version,
-                     "reverted": False} for i, c in enumerate(changes)])
-            await conn.execute(update(runs_t).where(runs_t.c.id == run_id).values(
-                finished_at=now_ms(), changes=json.dumps(_summary(changes)), **values))
+        await services.store.consolidations.finish(run_id, [(c.record_id, c.kind, c.version) for c in changes],
+                                                   at=now_ms(), changes=json.dumps(_summary(changes)), **values)
     finally:
         if services.busy.get(node_id) == run_id:
             del services.busy[node_id]
@@ -196,11 +169,10 @@ async def _finish(services: Services, node_id: str, run_id: str, changes: Sequen
 async def _resume_point(services: Services, memory_id: str) -> str | None:
     """Where the next run starts: after `read.through` of the last run if it stopped at its budget;
     from the beginning after a completed one (what has expired since must be read again)."""
-    rows = await _select(services, runs_t.c.memory_id == memory_id, runs_t.c.reverts.is_(None),
-                         runs_t.c.status.in_(("completed", "stopped")), limit=1)
-    if not rows or rows[0].status != "stopped":
+    last: Run | None = await services.store.consolidations.last_finished(memory_id)
+    if last is None or last.status != "stopped":
         return None
-    through = json.loads(rows[0].read).get("through")
+    through = json.loads(last.read).get("through")
     return through if isinstance(through, str) else None
 
 
@@ -245,9 +217,9 @@ async def start(call: Call) -> dict[str, Any]:
     handle, provider = _consolidating(call.services, node)
     unit = provider.consolidation_unit()
     after = await _resume_point(call.services, node.id)
-    run_id = await _begin(call, node, handle, unit, body.budget, resumed_after=after)
-    await _in_background(_execute(call.services, handle, node.id, run_id, body.budget, after, unit))
-    return run_json(await _run_row(call.services, node.id, run_id))
+    run = await _begin(call, node, handle, unit, body.budget, resumed_after=after)
+    await _in_background(_execute(call.services, handle, node.id, run.id, body.budget, after, unit))
+    return run_json(await _run_row(call.services, node.id, run.id))
 
 
 # --------------------------------------------------------------------------- reads
@@ -268,11 +240,8 @@ def _decode(cursor: str) -> tuple[int, str]:
 async def list_runs(call: Call) -> dict[str, Any]:
     query = call.query_as(Page)
     node = require(call, call.path["memory_id"], "read", "consolidations.list")
-    where = [runs_t.c.memory_id == node.id]
-    if query.cursor:
-        stamp, run_id = _decode(query.cursor)
-        where.append(or_(runs_t.c.started_at < stamp, and_(runs_t.c.started_at == stamp, runs_t.c.id < run_id)))
-    rows = await _select(call.services, *where, limit=query.limit + 1)
+    before = _decode(query.cursor) if query.cursor else None
+    rows = await call.services.store.consolidations.page(node.id, before, query.limit + 1)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     return {"object": "list", "data": [run_json(r) for r in rows],
@@ -294,14 +263,11 @@ async def list_changes(call: Call) -> dict[str, Any]:
             after = cursor_number(base64.urlsafe_b64decode(query.cursor.encode()).decode())
         except (ValueError, UnicodeDecodeError):
             raise invalid("The cursor is not one this server gave.", param="cursor") from None
-    statement = (select(changes_t).where(changes_t.c.run_id == run.id, changes_t.c.seq > after)
-                 .order_by(changes_t.c.seq).limit(query.limit + 1))
-    async with call.services.store.engine.connect() as conn:
-        rows = list(await conn.execute(statement))
+    rows = await call.services.store.consolidations.written(run.id, after=after, limit=query.limit + 1)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     data = [{"object": "memory.consolidation.change", "run_id": run.id, "record_id": r.record_id, "kind": r.kind,
-             "version": r.version, "reverted": bool(r.reverted)} for r in rows]
+             "version": r.version, "reverted": r.reverted} for r in rows]
     following = base64.urlsafe_b64encode(str(rows[-1].seq).encode()).decode() if more else None
     return {"object": "list", "data": data, "next": following}
 
@@ -309,7 +275,7 @@ async def list_changes(call: Call) -> dict[str, Any]:
 # --------------------------------------------------------------------------- revert
 
 
-async def _execute_revert(services: Services, handle: ProviderHandle, node_id: str, run: Any, revert_id: str,
+async def _execute_revert(services: Services, handle: ProviderHandle, node_id: str, run: Run, revert_id: str,
                           changes: list[Change]) -> None:
     by = Writer("provider", handle.name, consolidation_id=revert_id)
 
@@ -329,10 +295,7 @@ async def _execute_revert(services: Services, handle: ProviderHandle, node_id: s
         return
     skipped = set(reversal.skipped)
     undone = [c.record_id for c in changes if c.record_id not in skipped]
-    async with services.store.engine.begin() as conn:
-        await conn.execute(update(changes_t).where(changes_t.c.run_id == run.id,
-                                                   changes_t.c.record_id.in_(undone)).values(reverted=True))
-        await conn.execute(update(runs_t).where(runs_t.c.id == run.id).values(reverted_by=revert_id))
+    await services.store.consolidations.mark_reverted(run.id, undone, revert_id)
     read = {"changes": len(changes), "through": None, "skipped": list(reversal.skipped)}
     await _finish(services, node_id, revert_id, reversal.changes, status="completed", read=json.dumps(read),
                   usage=json.dumps({"input_tokens": 0, "output_tokens": 0}))
@@ -351,14 +314,11 @@ async def revert(call: Call) -> dict[str, Any]:
         raise ApiError(409, "memfed_consolidation_provider_changed", "The memory moved to another provider "
                        "since this run; its changes are not that provider's to undo.")
     handle, _ = _consolidating(services, node)
-    async with services.store.engine.connect() as conn:
-        rows = list(await conn.execute(select(changes_t).where(changes_t.c.run_id == run.id,
-                                                               changes_t.c.reverted.is_(False))
-                                       .order_by(changes_t.c.seq)))
+    rows = await services.store.consolidations.written(run.id, unreverted=True)
     changes = [Change(r.record_id, r.kind, r.version) for r in rows]
-    revert_id = await _begin(call, node, handle, "changes", None, reverts=run.id)
-    await _in_background(_execute_revert(services, handle, node.id, run, revert_id, changes))
-    return run_json(await _run_row(services, node.id, revert_id))
+    undoing = await _begin(call, node, handle, "changes", None, reverts=run.id)
+    await _in_background(_execute_revert(services, handle, node.id, run, undoing.id, changes))
+    return run_json(await _run_row(services, node.id, undoing.id))
 
 
 M = "/v1/memories/{memory_id}/consolidations"

@@ -21,7 +21,7 @@ from gateway.api._calls import on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Graph
-from gateway.api.render import record_json
+from gateway.api.render import Reader, reader, record_json
 from gateway.api.responses import GraphOut
 from gateway.errors import ApiError, record_not_found
 from gateway.state.tree import MemoryNode
@@ -138,19 +138,18 @@ class _Walk:
         return distance
 
 
-def _edges(call: Call, key: Key, record: Record, readable: Callable[[str], bool]) -> list[dict[str, Any]]:
+def _edges(key: Key, record: Record, shown: Reader) -> list[dict[str, Any]]:
     """A node's references as edges; one to a memory the reader may not read names no memory and is
-    audited as the denial it is."""
+    audited as the denial it is (by `shown`)."""
     edges = []
     for ref in record.references:
         edge: dict[str, Any] = {"from": {"memory_id": key[0], "record_id": key[1]}}
-        if readable(ref.memory_id):
+        if shown.follows(ref.memory_id):
             edge["to"] = {"memory_id": ref.memory_id, "record_id": ref.record_id}
             if ref.rel is not None:
                 edge["rel"] = ref.rel
             edge["available"] = True
         else:
-            call.audit("graph.reference", ref.memory_id, "read", False, "reference target not readable")
             edge["to"] = {"record_id": ref.record_id}
             edge["available"] = False
         edges.append(edge)
@@ -167,8 +166,8 @@ async def graph(call: Call) -> dict[str, Any]:
     degraded = list(scope.degraded)
     records = await _scope_records(call, scope.memory_ids, degraded, body.around, body.hops)
 
-    def readable(memory_id: str) -> bool:
-        return tree.exists(memory_id) and "read" in access.effective(tree, principals, memory_id)
+    def readable(memory_id: str) -> bool:  # where the walk may step: no audit (it shows nothing refused), no reason
+        return tree.exists(memory_id) and access.may_read(tree, principals, memory_id)
 
     if body.around is None:
         distance = {key: 0 for key in sorted(records)}
@@ -183,11 +182,12 @@ async def graph(call: Call) -> dict[str, Any]:
                      key=lambda k: (distance[k], k))
     truncated = len(ordered) > body.limit
     nodes, edges = [], []
+    shown = reader(call, "graph.reference")
     for key in ordered[: body.limit]:
         record, place = records[key], tree.get(key[0])
-        nodes.append({"record": record_json(record, tree, principals, key[0]),
+        nodes.append({"record": record_json(record, shown, key[0]),
                       "memory": {"id": key[0], "name": place.name if place else None}})
-        edges.extend(_edges(call, key, record, readable))
+        edges.extend(_edges(key, record, shown))
     if truncated:
         degraded.append(entries.entry("graph", f"truncated_at_{body.limit}_nodes"))
     return {"object": "memory.graph", "nodes": nodes, "edges": edges, "truncated": truncated,

@@ -19,17 +19,12 @@ from policies import access
 def require(call: Call, memory_id: str, privilege: str, operation: str) -> MemoryNode:
     tree = call.services.store.tree
     node = tree.get(memory_id)
-    if node is None:
-        call.audit(operation, memory_id, privilege, False, "refused: no such memory")
+    verdict = access.decide(tree, call.authenticated().principals, memory_id, privilege)
+    call.audit(operation, memory_id, privilege, verdict.allowed, verdict.reason)
+    if node is None or not verdict.visible:
         raise memory_not_found()
-    decision = access.explain(tree, call.authenticated().principals, memory_id)
-    if not decision.privileges:
-        call.audit(operation, memory_id, privilege, False, decision.reason(privilege))
-        raise memory_not_found()
-    if privilege not in decision.privileges:
-        call.audit(operation, memory_id, privilege, False, decision.reason(privilege))
+    if not verdict.allowed:
         raise memory_forbidden(privilege)
-    call.audit(operation, memory_id, privilege, True, decision.reason(privilege))
     return node
 
 

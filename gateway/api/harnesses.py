@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import update
-
 from adapters import degraded as entries
 from gateway.agent import outbox
 from gateway.agent import prime as priming
@@ -23,13 +21,13 @@ from gateway.api.agent import log_prime, observe_episodes, prime_memory
 from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery, Turn
 from gateway.api.guard import require_admin
 from gateway.api.records import now, parts_from, writer_for
-from gateway.api.render import page_json
+from gateway.api.render import page_json, reader
 from gateway.api.responses import HarnessList, HarnessOut
 from gateway.api.responses_agent import HarnessMemoriesOut, HarnessPrimeOut, TurnOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid
 from gateway.ids import new_id
-from gateway.state import harness_schema as h
+from gateway.state.harnesses import Harness
 from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
@@ -43,16 +41,9 @@ def agent_principals(store: StateStore, member_id: str) -> frozenset[str]:
 def granted(tree: Tree, principals: frozenset[str]) -> list[tuple[MemoryNode, frozenset[str]]]:
     """Every memory these principals hold a grant on, with the effective privileges there, highest in
     the tree first (then oldest, then by id, so the order is stable)."""
-    ids: dict[str, None] = {}
-    for principal in sorted(principals):
-        for grant in tree.grants_to(principal):
-            if grant.privileges and tree.exists(grant.memory_id):
-                ids.setdefault(grant.memory_id)
     found = []
-    for memory_id in ids:
-        node = tree.get(memory_id)
-        privileges = access.effective(tree, principals, memory_id)
-        if node is not None and privileges:
+    for memory_id, privileges in access.granted(tree, principals).items():
+        if (node := tree.get(memory_id)) is not None:
             found.append((node, privileges))
     found.sort(key=lambda pair: (tree.depth_of(pair[0].id), pair[0].created_at, pair[0].id))
     return found
@@ -62,10 +53,10 @@ def not_found() -> ApiError:
     return ApiError(404, "memfed_harness_not_found", "No such harness.", param="harness_id")
 
 
-async def load(call: Call, operation: str) -> Any:
+async def load(call: Call, operation: str) -> Harness:
     """The harness row, for an administrator or for the harness's own agent; 404 for anyone else."""
     harness_id = call.path["harness_id"]
-    row = await call.services.store.fetch_one(h.harnesses, id=harness_id)
+    row = await call.services.store.harnesses.get(harness_id)
     mine = row is not None and row.agent_member_id == call.authenticated().member_id
     if row is None or not (call.authenticated().is_admin or mine):
         call.audit(operation, None, "harness", False, f"refused: harness {harness_id} is not the caller's")
@@ -75,13 +66,13 @@ async def load(call: Call, operation: str) -> Any:
     return row
 
 
-def harness_json(row: Any) -> dict[str, Any]:
+def harness_json(row: Harness) -> dict[str, Any]:
     return {"id": row.id, "object": "harness", "name": row.name, "agent_member_id": row.agent_member_id,
             "principal": f"member:{row.agent_member_id}", "default_memory_id": row.default_memory_id,
             "observe": bool(row.observe), "created_at": row.created_at, "updated_at": row.updated_at}
 
 
-def memories_json(store: StateStore, row: Any) -> dict[str, Any]:
+def memories_json(store: StateStore, row: Harness) -> dict[str, Any]:
     tree = store.tree
     principals = agent_principals(store, row.agent_member_id)
     data = [{"id": node.id, "name": node.name, "description": node.description,
@@ -110,20 +101,15 @@ async def create_harness(call: Call) -> dict[str, Any]:
     if store.member(body.agent_member_id) is None:
         raise invalid(f"No member with id {body.agent_member_id!r}.", param="agent_member_id")
     stamp = now_ms()
-    harness_id = new_id("harness")
-    await store.insert(h.harnesses, id=harness_id, name=body.name, agent_member_id=body.agent_member_id,
-                       default_memory_id=None, observe=True, created_by=call.authenticated().member_id,
-                       created_at=stamp, updated_at=stamp)
-    return harness_json(await store.fetch_one(h.harnesses, id=harness_id))
+    made = Harness(new_id("harness"), body.name, body.agent_member_id, None, True, call.authenticated().member_id,
+                   stamp, stamp)
+    await store.harnesses.create(made)
+    return harness_json(made)
 
 
 async def list_harnesses(call: Call) -> dict[str, Any]:
     store = call.services.store
-    if call.authenticated().is_admin:
-        rows = await store.fetch_all(h.harnesses, order_by=h.harnesses.c.created_at)
-    else:
-        rows = await store.fetch_all(h.harnesses, order_by=h.harnesses.c.created_at,
-                                     agent_member_id=call.authenticated().member_id)
+    rows = await store.harnesses.listed(None if call.authenticated().is_admin else call.authenticated().member_id)
     return page_json((harness_json(r) for r in rows), None)
 
 
@@ -134,7 +120,7 @@ async def get_harness(call: Call) -> dict[str, Any]:
 async def delete_harness(call: Call) -> dict[str, Any]:
     require_admin(call, "harnesses.delete")
     row = await load(call, "harnesses.delete")
-    await call.services.store.delete_rows(h.harnesses, id=row.id)
+    await call.services.store.harnesses.delete(row.id)
     return {**harness_json(row), "deleted": True}
 
 
@@ -157,28 +143,24 @@ async def put_memories(call: Call) -> dict[str, Any]:
     body = call.body_as(HarnessSettings)
     row = await load(call, "harnesses.memories.put")
     store = call.services.store
-    changes: dict[str, Any] = {}
     notice = None
     if "default_memory_id" in body.model_fields_set:
         memory_id = body.default_memory_id
         if memory_id is not None:
             principals = agent_principals(store, row.agent_member_id)
-            decision = access.explain(store.tree, principals, memory_id) if store.tree.exists(memory_id) else None
-            allowed = decision is not None and decision.allows("write")
-            call.audit("harnesses.memories.default", memory_id, "write", allowed,
-                       decision.reason("write") if decision else "refused: no such memory")
-            if not allowed:
+            verdict = access.decide(store.tree, principals, memory_id, "write")
+            call.audit("harnesses.memories.default", memory_id, "write", verdict.allowed, verdict.reason)
+            if not verdict.allowed:
                 # One answer for a missing memory and one the agent may not write (§13).
                 raise invalid("default_memory_id must be a memory the agent may write.", param="default_memory_id")
             node = store.tree.get(memory_id)
             notice = _outside_notice(call, node) if node is not None else None
-        changes["default_memory_id"] = memory_id
-    if "observe" in body.model_fields_set:
-        changes["observe"] = bool(body.observe)
-    changes["updated_at"] = now_ms()
-    async with store.engine.begin() as conn:
-        await conn.execute(update(h.harnesses).where(h.harnesses.c.id == row.id).values(**changes))
-    out = memories_json(store, await store.fetch_one(h.harnesses, id=row.id))
+    observe = bool(body.observe) if "observe" in body.model_fields_set else None
+    changed = await store.harnesses.change(row.id, updated_at=now_ms(), default_memory_id=body.default_memory_id,
+                                           set_default="default_memory_id" in body.model_fields_set, observe=observe)
+    if changed is None:  # deleted while this request checked the new default
+        raise not_found()
+    out = memories_json(store, changed)
     if notice:
         out["notice"] = notice
     return out
@@ -190,7 +172,8 @@ async def harness_prime(call: Call) -> dict[str, Any]:
     services = call.services
     tree = services.store.tree
     principals = agent_principals(services.store, row.agent_member_id)
-    memories = [await prime_memory(services, tree, principals, node, privileges,
+    shown = reader(call, "harnesses.prime.reference", principals)
+    memories = [await prime_memory(services, shown, node, privileges,
                                    default=node.id == row.default_memory_id, tolerate=True)
                 for node, privileges in granted(tree, principals)]
     if not memories:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import text
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.answers import JSONAnswer
@@ -77,8 +76,7 @@ class Readiness:
             return self._store_seen[1]
         try:
             async with asyncio.timeout(PROBE_SECONDS):
-                async with services.store.engine.connect() as conn:
-                    await conn.execute(text("SELECT 1"))
+                await services.store.ping()
             state = "ok"
         except Exception:  # the reason stays in the database driver: a probe answers one word
             state = "unreachable"

@@ -1,6 +1,6 @@
 """Named and free queries (§6.4, §6.5): define, list and run them, on one memory each.
 
-The gateway keeps the named queries (gateway/state/query_schema.py), checks who may define and run
+The gateway keeps the named queries (gateway/state/queries.py), checks who may define and run
 them, and validates a run's `params` against the definer's JSON Schema; the memory's provider runs the
 statement, confined to that one memory by a means the statement cannot undo (adapters/queries.py).
 
@@ -18,9 +18,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.exc import IntegrityError
-
 from adapters.base import Provider
 from adapters.queries import QueryingProvider, QueryParamError, QueryResult
 from gateway.answers import JSONAnswer
@@ -36,12 +33,12 @@ from gateway.api.query_models import (
     declared,
     validate_params,
 )
-from gateway.api.render import page_json, place_json, record_json
+from gateway.api.render import page_json, place_json, reader, record_json
 from gateway.api.responses_agent import QueryDeleted, QueryList, QueryOut, QueryResultOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid, unsupported
 from gateway.federation.providers import ProviderHandle
-from gateway.state import query_schema as q
+from gateway.state.queries import Definition, DefinitionRaced, NamedQuery
 from gateway.state.tree import MemoryNode
 from policies import access
 
@@ -88,7 +85,7 @@ async def run_on(call: Call, node: MemoryNode,
     return await on_provider(call.services, node, ask, read=True)
 
 
-def query_json(row: Any) -> dict[str, Any]:
+def query_json(row: NamedQuery) -> dict[str, Any]:
     return {"object": "memory.query", "memory_id": row.memory_id, "name": row.name,
             "description": row.description, "params": json.loads(row.params), "requires": row.requires,
             "language": row.language, "body": row.body, "created_by": f"member:{row.created_by}",
@@ -105,15 +102,14 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
     principals = call.authenticated().principals
     place = {"id": node.id, "name": node.name}
     # No ranking and no signal produced these: score is null and why is empty.
+    shown = reader(call, "queries.reference")
     results: list[dict[str, Any]] = [
-        {"record": record_json(r, tree, principals, node.id), "memory": place, "score": None, "why": []}
+        {"record": record_json(r, shown, node.id), "memory": place, "score": None, "why": []}
         for r in result.records
     ]
-    parent = tree.get(node.parent_id) if node.parent_id else None
-    if parent is not None and "read" not in access.effective(tree, principals, parent.id):
-        parent = None
-    children = [c for c in (tree.get(i) for i in access.readable_children(tree, principals, node.id))
-                if c is not None and "read" in access.effective(tree, principals, c.id)]
+    around = access.readable_neighbours(tree, principals, node.id)
+    parent = tree.get(around.parent) if around.parent is not None else None
+    children = [c for c in (tree.get(i) for i in around.children) if c is not None]
     counts = await record_counts(call.services, [n for n in [parent, *children] if n is not None], call)
     out: dict[str, Any] = {"object": "memory.recall", "results": results,
                            "children": [place_json(c, counts.get(c.id)) for c in children],
@@ -128,7 +124,7 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
 
 async def list_queries(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "read", "queries.list")
-    rows = await call.services.store.fetch_all(q.named_queries, order_by=q.named_queries.c.name, memory_id=node.id)
+    rows = await call.services.store.queries.of_memory(node.id)
     out = page_json((query_json(r) for r in rows), None)
     handle = call.services.providers.get(node.provider)
     provider = handle.provider if handle is not None else None
@@ -163,38 +159,28 @@ async def define_query(call: Call) -> Any:
     if missing:
         raise invalid(f"body uses the parameter {missing[0]!r}, which params does not declare.", param="params")
     created = await _store(call, node, name, body)
-    row = await call.services.store.fetch_one(q.named_queries, memory_id=node.id, name=name)
+    row = await call.services.store.queries.get(node.id, name)
+    if row is None:  # deleted by another request between this one's write and its read back
+        raise not_found()
     return JSONAnswer(query_json(row), status_code=201 if created else 200)
 
 
 async def _store(call: Call, node: MemoryNode, name: str, body: DefineQuery) -> bool:
-    """Insert or replace; True when the name was new. Two definers racing on a new name both succeed,
-    the later replacing the earlier, as two replaces would."""
-    table = q.named_queries
-    stamp, who = now_ms(), call.authenticated().member_id
-    values = {"description": body.description, "params": json.dumps(body.params), "requires": body.requires,
-              "language": body.language, "body": body.body, "updated_by": who, "updated_at": stamp}
-    where = (table.c.memory_id == node.id, table.c.name == name)
-    engine = call.services.store.engine
-    for _ in range(2):
-        try:
-            async with engine.begin() as conn:
-                if (await conn.execute(update(table).where(*where).values(**values))).rowcount:
-                    return False
-                await conn.execute(insert(table).values(memory_id=node.id, name=name, created_by=who,
-                                                        created_at=stamp, **values))
-                return True
-        except IntegrityError:
-            continue  # defined meanwhile by another request: replace it on the second pass
-    raise ApiError(409, "memfed_query_conflict", "The query changed while it was being defined; try again.")
+    """Insert or replace (gateway/state/queries.py); True when the name was new."""
+    what = Definition(body.description, json.dumps(body.params), body.requires, body.language, body.body)
+    try:
+        return await call.services.store.queries.define(node.id, name, what, call.authenticated().member_id, now_ms())
+    except DefinitionRaced:
+        raise ApiError(409, "memfed_query_conflict", "The query changed while it was being defined; try again.") \
+            from None
 
 
 async def delete_query(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "write", "queries.delete")
-    row = await call.services.store.fetch_one(q.named_queries, memory_id=node.id, name=call.path["name"])
+    row = await call.services.store.queries.get(node.id, call.path["name"])
     if row is None:
         raise not_found()
-    await call.services.store.delete_rows(q.named_queries, memory_id=node.id, name=row.name)
+    await call.services.store.queries.delete(node.id, row.name)
     return {**query_json(row), "deleted": True}
 
 
@@ -202,10 +188,7 @@ async def run_query(call: Call) -> dict[str, Any]:
     body = call.body_as(RunQuery)
     memory_id = call.path["memory_id"]
     node = require(call, memory_id, "read", "queries.run")
-    async with call.services.store.engine.connect() as conn:
-        table = q.named_queries
-        row = (await conn.execute(select(table).where(table.c.memory_id == node.id,
-                                                      table.c.name == call.path["name"]))).first()
+    row = await call.services.store.queries.get(node.id, call.path["name"])
     if row is None:
         raise not_found()
     if row.requires == "write":

@@ -14,7 +14,7 @@ from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
-from gateway.api.render import place_json, record_json
+from gateway.api.render import place_json, reader, record_json
 from gateway.api.responses import RecallOut
 from gateway.errors import invalid
 from gateway.federation import fanout as federation
@@ -82,11 +82,9 @@ async def recall(call: Call) -> dict[str, Any]:
     # work on the children below (a thousand of them on a flat tree) takes the loop.
     for _ in range(2):
         await asyncio.sleep(0)
-    parent_node = tree.get(node.parent_id) if node.parent_id else None
-    if parent_node is not None and "read" not in access.effective(tree, principals, parent_node.id):
-        parent_node = None
-    child_nodes = [c for c in (tree.get(m) for m in access.children_holding(tree, principals, node.id, "read"))
-                   if c is not None]
+    around = access.readable_neighbours(tree, principals, node.id)
+    parent_node = tree.get(around.parent) if around.parent is not None else None
+    child_nodes = [c for c in (tree.get(m) for m in around.children) if c is not None]
     # The places to go next: counts known are shown, the others are asked after the answer has left, so
     # the answer never waits for counting.
     counting = asyncio.create_task(
@@ -103,11 +101,12 @@ async def recall(call: Call) -> dict[str, Any]:
     for name, ms in answer.timings.items():  # each provider's time, beside the total, in Server-Timing
         call.timings["provider." + _TOKEN.sub("_", name)] = ms
     results = []
+    shown = reader(call, "recall.reference")
     for fed in answer.hits:
         record = fed.hit.record
         place = tree.get(record.memory_id)
         results.append({
-            "record": record_json(record, tree, principals),
+            "record": record_json(record, shown),
             "memory": {"id": record.memory_id, "name": place.name if place else None},
             "score": fed.score,
             "why": list(fed.hit.why),

@@ -31,10 +31,13 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import erase_on_provider, write_intent, write_record
 from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
-from gateway.api.render import page_json, record_json, unavailable_references, written_json
+from gateway.api.render import Reader, page_json, reader, record_json, unavailable_references, written_json
 from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
 from gateway.errors import ApiError, invalid, unavailable, unsupported
 from gateway.state.tree import MemoryNode
+
+# What a refused reference in a rendered record is audited as (gateway/api/render.py `reader`).
+REFERENCE = "records.reference"
 
 
 def writer_for(call: Call) -> Writer:
@@ -94,13 +97,14 @@ async def remember(call: Call) -> dict[str, Any]:
     return render_written(call, record, node)
 
 
-def render(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
-    return record_json(record, call.services.store.tree, call.authenticated().principals, node.id)
+def render(call: Call, record: Record, node: MemoryNode, shown: Reader | None = None) -> dict[str, Any]:
+    """One record for the caller; a listing passes one `shown` so each refused reference is audited once."""
+    return record_json(record, shown or reader(call, REFERENCE), node.id)
 
 
 def render_written(call: Call, record: Record, node: MemoryNode) -> dict[str, Any]:
     """A write's answer: the record only to a caller holding `read` (gateway/api/render.py `written_json`)."""
-    return written_json(record, call.services.store.tree, call.authenticated().principals, node.id)
+    return written_json(record, reader(call, REFERENCE), node.id)
 
 
 async def get_record(call: Call) -> dict[str, Any]:
@@ -120,7 +124,8 @@ async def list_records(call: Call) -> dict[str, Any]:
                          as_of=query.as_of, cursor=query.cursor, limit=query.limit),
         read=True,
     )
-    return page_json((render(call, r, node) for r in page.items), page.next)
+    shown = reader(call, REFERENCE)
+    return page_json((render(call, r, node, shown) for r in page.items), page.next)
 
 
 async def revise(call: Call) -> dict[str, Any]:
@@ -178,7 +183,8 @@ async def history(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "read", "records.history")
     versions = await with_alias(call.services, node, call.path["record_id"],
                                 lambda rid: lambda p: p.history(node.id, rid), read=True)
-    return page_json((render(call, r, node) for r in versions), None)
+    shown = reader(call, REFERENCE)
+    return page_json((render(call, r, node, shown) for r in versions), None)
 
 
 # Records one provider call erases: a provider that erases one record at a time (mem0 OSS takes changes

@@ -7,14 +7,47 @@ and child counts count only the children the reader can see.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 from adapters.base import Part, Record, Reference, part_to_json
+from gateway.api._endpoint import Call
 from gateway.clock import rfc3339_or_none
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
+
+
+class Reader:
+    """Whom an answer is rendered for, and where a reference it may not follow is reported.
+
+    Whether a reference may be followed is the policy's `decide_read`; each refused target is reported
+    once per answer, with the verdict's own reason (`reader` below audits it).
+    """
+
+    def __init__(self, tree: Tree, principals: frozenset[str], refused: Callable[[access.Verdict], None]) -> None:
+        self.tree = tree
+        self.principals = principals
+        self._refused = refused
+        self._reported: set[str] = set()
+
+    def follows(self, memory_id: str) -> bool:
+        """May this reader follow a reference into `memory_id`; a refusal is reported the first time."""
+        verdict = access.decide_read(self.tree, self.principals, memory_id)
+        if not verdict.allowed and memory_id not in self._reported:
+            self._reported.add(memory_id)
+            self._refused(verdict)
+        return verdict.allowed
+
+
+def reader(call: Call, operation: str, principals: frozenset[str] | None = None) -> Reader:
+    """The call's reader (or, given `principals`, the one it reads for): the one place a reference the
+    reader may not follow is audited, as `operation` with the policy's reason."""
+    def refused(verdict: access.Verdict) -> None:
+        call.audit(operation, verdict.memory_id, verdict.privilege, False, verdict.reason)
+
+    shown = call.authenticated().principals if principals is None else principals
+    return Reader(call.services.store.tree, shown, refused)
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -52,8 +85,8 @@ def part_json(part: Part) -> dict[str, Any]:
     return part_to_json(part, nest_extra=False)
 
 
-def reference_json(ref: Reference, tree: Tree, principals: frozenset[str]) -> dict[str, Any]:
-    if tree.exists(ref.memory_id) and "read" in access.effective(tree, principals, ref.memory_id):
+def reference_json(ref: Reference, reader: Reader) -> dict[str, Any]:
+    if reader.follows(ref.memory_id):
         out: dict[str, Any] = {"memory_id": ref.memory_id, "record_id": ref.record_id, "available": True}
         if ref.rel is not None:
             out["rel"] = ref.rel
@@ -62,7 +95,7 @@ def reference_json(ref: Reference, tree: Tree, principals: frozenset[str]) -> di
     return {"record_id": ref.record_id, "available": False}
 
 
-def record_json(record: Record, tree: Tree, principals: frozenset[str], memory_id: str | None = None) -> dict[str, Any]:
+def record_json(record: Record, reader: Reader, memory_id: str | None = None) -> dict[str, Any]:
     writer: dict[str, Any] = {"kind": record.written_by.kind, "id": record.written_by.id}
     if record.written_by.type is not None:
         writer["type"] = record.written_by.type
@@ -88,7 +121,7 @@ def record_json(record: Record, tree: Tree, principals: frozenset[str], memory_i
             "invalidated_at": iso(record.time.invalidated_at),
         },
         "written_by": writer,
-        "references": [reference_json(r, tree, principals) for r in record.references],
+        "references": [reference_json(r, reader) for r in record.references],
         "trust": "untrusted",
     }
     if record.follows is not None:
@@ -96,19 +129,18 @@ def record_json(record: Record, tree: Tree, principals: frozenset[str], memory_i
     return out
 
 
-def written_json(record: Record, tree: Tree, principals: frozenset[str], memory_id: str) -> dict[str, Any]:
+def written_json(record: Record, reader: Reader, memory_id: str) -> dict[str, Any]:
     """A write's answer: the record to a caller that may read the memory, else an acknowledgement of
     what was written (which record, which version, its status) and nothing of what it says."""
-    if access.may_read(tree, principals, memory_id):
-        return record_json(record, tree, principals, memory_id)
+    if access.may_read(reader.tree, reader.principals, memory_id):
+        return record_json(record, reader, memory_id)
     return {"object": "memory.record.acknowledgement", "id": record.id, "memory_id": memory_id,
             "version": record.version, "status": record.status}
 
 
 def unavailable_references(record: Record, tree: Tree, principals: frozenset[str]) -> list[Reference]:
     """The references this reader was shown as unavailable: a revision by it keeps them as they were."""
-    return [r for r in record.references
-            if not (tree.exists(r.memory_id) and "read" in access.effective(tree, principals, r.memory_id))]
+    return [r for r in record.references if not access.decide_read(tree, principals, r.memory_id).allowed]
 
 
 def page_json(items: Iterable[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:

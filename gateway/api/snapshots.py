@@ -18,10 +18,10 @@ from gateway.api.responses import SnapshotList, SnapshotOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.ids import new_id
-from gateway.state import schema as t
+from gateway.state.records import Snapshot as SnapshotRow
 
 
-def snapshot_json(row: Any) -> dict[str, Any]:
+def snapshot_json(row: SnapshotRow) -> dict[str, Any]:
     return {"id": row.id, "object": "memory.snapshot", "memory_id": row.memory_id, "name": row.name,
             "message": row.message, "at": iso(datetime.fromtimestamp(row.at / 1000, UTC))}
 
@@ -33,19 +33,16 @@ async def create_snapshot(call: Call) -> dict[str, Any]:
     if not handle_for(call.services, node).capabilities().as_of:
         raise unsupported(f"The memory's provider ({node.provider}) cannot read a memory as it stood at an "
                           "instant (as_of), so a snapshot of it could never be read.")
-    store = call.services.store
-    if await store.fetch_one(t.snapshots, memory_id=memory_id, name=body.name) is not None:
+    made = SnapshotRow(new_id("snapshot"), memory_id, body.name, body.message, now_ms(), call.authenticated().member_id)
+    if not await call.services.store.snapshots.create(made):
         raise ApiError(409, "memfed_snapshot_exists", "This memory has a snapshot of that name.", param="name")
-    snapshot_id = new_id("snapshot")
-    await store.insert(t.snapshots, id=snapshot_id, memory_id=memory_id, name=body.name, message=body.message,
-                       at=now_ms(), created_by=call.authenticated().member_id)
-    return snapshot_json(await store.fetch_one(t.snapshots, id=snapshot_id))
+    return snapshot_json(made)
 
 
 async def list_snapshots(call: Call) -> dict[str, Any]:
     memory_id = call.path["memory_id"]
     require(call, memory_id, "read", "snapshots.list")
-    rows = await call.services.store.fetch_all(t.snapshots, order_by=t.snapshots.c.at, memory_id=memory_id)
+    rows = await call.services.store.snapshots.of_memory(memory_id)
     return page_json((snapshot_json(r) for r in rows), None)
 
 

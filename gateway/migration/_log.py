@@ -85,7 +85,7 @@ class MigrationLog:
 
     async def copied(self, migration_id: str) -> dict[tuple[str, str], Copied]:
         await self.flush()
-        rows = await self.store.fetch_all(m.migration_records, migration_id=migration_id)
+        rows = await self.store.rows.fetch_all(m.migration_records, migration_id=migration_id)
         return {(r.memory_id, r.old_id): Copied(r.new_id, r.source_version) for r in rows}
 
     async def note(self, migration_id: str, memory_id: str, old_id: str, new_id: str, version: int) -> None:

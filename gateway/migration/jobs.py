@@ -29,7 +29,6 @@ from gateway.migration._log import MigrationLog
 from gateway.migration._replay import CopyError, Item, Replay, check_target, gather, history, list_page, versions_at
 from gateway.migration._swap import MigrationReport, Progress, Swap
 from gateway.migration.export_format import Exported, LineError, line_json, parse_lines
-from gateway.state import migration_schema  # noqa: F401 - its tables must exist when the store opens
 from gateway.state import schema as t
 
 if TYPE_CHECKING:
@@ -133,7 +132,7 @@ async def import_records(services: Services, memory_id: str, lines: Iterable[str
     await _check_files(services, exported)
     report = ImportReport(memory_id)
     with _exclusive(services, [memory_id]):
-        aliases = {row.old_id: row.new_id for row in await services.store.fetch_all(t.record_aliases,
+        aliases = {row.old_id: row.new_id for row in await services.store.rows.fetch_all(t.record_aliases,
                                                                                     memory_id=memory_id)}
         items = []
         for record in exported:

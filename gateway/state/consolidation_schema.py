@@ -1,8 +1,7 @@
 """Consolidation runs (§9.2) as the gateway keeps them: one row per run, one per change it wrote.
 
-On the same `metadata` as gateway/state/schema.py, so `StateStore.open` creates them with the rest; this
-module only has to be imported before the store opens (gateway/api/consolidations.py does, and the app
-imports that through its routes).
+On the same `metadata` as gateway/state/schema.py and listed in gateway/state/tables.py, which is what
+`StateStore.open` creates.
 
 The run belongs to the gateway, not the provider: the gateway mints its id, stamps it on what the
 provider writes, keeps what the provider reported, and is the one that answers `memory_busy`. So a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 
@@ -26,6 +26,12 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.close()
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """Returns when the database answers a trivial statement; raises the driver's error when it does not."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
 
 
 def chunks(items: list[str], size: int) -> list[list[str]]:

@@ -8,8 +8,8 @@ also finds each file still there, so an erasure running meanwhile either sees th
 or has removed the file before the pin, which then fails; the write's record id replaces the token once
 the provider has answered. A pin left behind (the write's outcome unknown) keeps the bytes: the safe side.
 
-On the same `metadata` as gateway/state/schema.py, so `StateStore.open` creates the table (this module
-has to be imported first: gateway/state/files.py does). Files attached before this table existed have no rows:
+On the same `metadata` as gateway/state/schema.py and listed in gateway/state/tables.py, which is what
+`StateStore.open` creates. Files attached before this table existed have no rows:
 erasing a record that names one removes its bytes, as before.
 """
 

@@ -68,14 +68,14 @@ class FileStore:
         media = media_type or mimetypes.guess_type(filename)[0] or "application/octet-stream"
         stored = StoredFile(new_id("file"), owner, filename, media, len(data), purpose, now_ms())
         await asyncio.to_thread(write_new_private, self.root / stored.id, data)
-        await self.store.insert(t.files, id=stored.id, owner=owner, filename=filename, media_type=media,
+        await self.store.rows.insert(t.files, id=stored.id, owner=owner, filename=filename, media_type=media,
                                 bytes=len(data), purpose=purpose, created_at=stored.created_at)
         return stored
 
     async def get(self, file_id: str) -> StoredFile | None:
         if not valid_file_id(file_id):
             return None
-        row = await self.store.fetch_one(t.files, id=file_id)
+        row = await self.store.rows.fetch_one(t.files, id=file_id)
         if row is None:
             return None
         return StoredFile(row.id, row.owner, row.filename, row.media_type, row.bytes, row.purpose, row.created_at)
@@ -95,7 +95,7 @@ class FileStore:
         if path is None:
             return
         await asyncio.to_thread(path.unlink, missing_ok=True)
-        await self.store.delete_rows(t.files, id=file_id)
+        await self.store.rows.delete_rows(t.files, id=file_id)
 
     async def naming(self, memory_id: str, parts: Iterable[Part], write: Callable[[], Awaitable[W]]) -> W:
         """Run `write`, which makes or revises a record of `memory_id` whose content is `parts`, with the

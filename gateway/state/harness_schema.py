@@ -1,7 +1,7 @@
 """The agent's side of the gateway's own tables: harnesses, what priming placed, the observe outbox, jobs.
 
-On the same `metadata` as gateway/state/schema.py, so `StateStore.open` creates them with the rest
-(this module only has to be imported first; gateway/api/harnesses.py and gateway/agent/outbox.py do).
+On the same `metadata` as gateway/state/schema.py and listed in gateway/state/tables.py, which is what
+`StateStore.open` creates.
 
 A harness stores only its two settings (§9). What its agent may use is read off the grants every
 time and never copied here: a second list would drift from the grants and widen or narrow access.

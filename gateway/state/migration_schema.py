@@ -1,8 +1,7 @@
 """The tables that make a provider swap resumable: one row per migration, one per record it copied.
 
-They join the gateway's `metadata`, so `StateStore.open` creates them with every other table. A module
-only has to be imported before the store is opened for that; `gateway.migration` imports it, and the
-app imports that through its routes.
+They join the gateway's `metadata` and are listed in gateway/state/tables.py, which is what
+`StateStore.open` creates.
 """
 
 from __future__ import annotations

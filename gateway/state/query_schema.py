@@ -1,7 +1,7 @@
 """Named queries (UHP Memories §6.4), kept by the gateway per memory.
 
-On the same `metadata` as gateway/state/schema.py, so `StateStore.open` creates the table with the rest
-(this module only has to be imported first; gateway/api/queries.py does).
+On the same `metadata` as gateway/state/schema.py and listed in gateway/state/tables.py, which is what
+`StateStore.open` creates.
 
 The gateway, not the provider, keeps them: who may define and run one is a grant question, and a
 memory moved to another provider keeps its queries (which then answer `memory_unsupported` if the new

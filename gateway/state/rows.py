@@ -1,8 +1,11 @@
-"""Rows of the tree's tables as the values the gateway holds, and back."""
+"""Rows of the tree's tables as the values the gateway holds, and back; plain row access for the others."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.state.tree import MemoryNode
 from policies.access import PRIVILEGES, Grant
@@ -30,3 +33,31 @@ def grant_row(grant: Grant, stamp: int) -> dict[str, Any]:
         "id": grant.id, "memory_id": grant.memory_id, "principal": grant.principal,
         "privileges": privileges_text(grant.privileges), "implicit": grant.implicit, "created_at": stamp,
     }
+
+
+class Rows:
+    """Insert, read and delete rows of a table by column equality, each in a transaction of its own."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def insert(self, table: Any, **values: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(table).values(**values))
+
+    async def fetch_one(self, table: Any, **where: Any) -> Any:
+        async with self.engine.connect() as conn:
+            query = select(table).where(*(table.c[k] == v for k, v in where.items()))
+            return (await conn.execute(query)).first()
+
+    async def fetch_all(self, table: Any, order_by: Any = None, **where: Any) -> list[Any]:
+        async with self.engine.connect() as conn:
+            query = select(table).where(*(table.c[k] == v for k, v in where.items()))
+            if order_by is not None:
+                query = query.order_by(order_by)
+            return list(await conn.execute(query))
+
+    async def delete_rows(self, table: Any, **where: Any) -> int:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(delete(table).where(*(table.c[k] == v for k, v in where.items())))
+        return int(result.rowcount or 0)

@@ -17,11 +17,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.clock import now_ms
 from gateway.ids import new_id
-from gateway.state import coherence, startup, tree_writes
+from gateway.state import coherence, startup, tables, tree_writes
 from gateway.state import schema as t
+from gateway.state.consolidations import ConsolidationRuns
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
-from gateway.state.engine import chunks, open_engine
-from gateway.state.rows import grant_of_row, grant_row, node_of_row
+from gateway.state.engine import chunks, open_engine, ping
+from gateway.state.harnesses import Harnesses, PrimeLog
+from gateway.state.queries import NamedQueries
+from gateway.state.records import RecordAliases, Snapshots
+from gateway.state.rows import Rows, grant_of_row, grant_row, node_of_row
 from gateway.state.tree import MemoryNode, Tree, refuse_broken
 from gateway.state.tree_writes import Claims, TreeLock, TreeRefused, to_the_end
 from gateway.state.version_probe import VersionProbe
@@ -43,6 +47,12 @@ class StateStore:
         self.changes = coherence.ChangeMark()
         self.version_probe = VersionProbe(engine)  # what catch_up asks before every decision
         self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
+        # The typed repositories routes call (routes build no SQL): one per concept, each over this engine.
+        self.snapshots, self.aliases = Snapshots(engine), RecordAliases(engine)
+        self.queries = NamedQueries(engine)
+        self.harnesses, self.prime_log = Harnesses(engine), PrimeLog(engine)
+        self.consolidations = ConsolidationRuns(engine)
+        self.rows = Rows(engine)  # rows kept only in SQL, of tables no repository owns yet
 
     @classmethod
     async def open(cls, url: str, *, search_path: str | None = None, schemas: Sequence[Creator] = (),
@@ -56,7 +66,7 @@ class StateStore:
         try:
             async with engine.begin() as conn:
                 await startup.hold_startup_lock(conn)
-                await conn.run_sync(t.metadata.create_all)
+                await tables.create_all(conn)
                 for create in schemas:
                     await create(conn)
                 made = await startup.make_first_admin(conn, first_admin or None) if first_admin is not None else None
@@ -80,6 +90,10 @@ class StateStore:
     async def close(self) -> None:
         await self.version_probe.close()
         await self.engine.dispose()
+
+    async def ping(self) -> None:
+        """Returns when the database answers (the readiness probe); raises the driver's error otherwise."""
+        await ping(self.engine)
 
     async def _load(self) -> None:
         directory, tree = Directory(), Tree()
@@ -377,26 +391,3 @@ class StateStore:
             held = self.tree.grant(grant_id)
             self.claims.refuse_if_deleting(held.memory_id if held else None)
             return await to_the_end(write())
-
-    # ------------------------------------------------------------------ rows kept only in SQL
-
-    async def insert(self, table: Any, **values: Any) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(table).values(**values))
-
-    async def fetch_one(self, table: Any, **where: Any) -> Any:
-        async with self.engine.connect() as conn:
-            query = select(table).where(*(table.c[k] == v for k, v in where.items()))
-            return (await conn.execute(query)).first()
-
-    async def fetch_all(self, table: Any, order_by: Any = None, **where: Any) -> list[Any]:
-        async with self.engine.connect() as conn:
-            query = select(table).where(*(table.c[k] == v for k, v in where.items()))
-            if order_by is not None:
-                query = query.order_by(order_by)
-            return list(await conn.execute(query))
-
-    async def delete_rows(self, table: Any, **where: Any) -> int:
-        async with self.engine.begin() as conn:
-            result = await conn.execute(delete(table).where(*(table.c[k] == v for k, v in where.items())))
-        return int(result.rowcount or 0)

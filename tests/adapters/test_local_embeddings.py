@@ -118,7 +118,46 @@ def test_query_is_emulated_without_the_model(local: LocalProvider, monkeypatch: 
 def test_hybrid_fuses_word_places_and_meaning_order_deterministically() -> None:
     """Found by both lists beats found by one; a tie between lists goes to the word place, then the seq."""
     places = embeddings.hybrid({10: 1, 11: 2, 12: 3}, [11, 13, 10])
-    assert sorted(places, key=places.__getitem__) == [11, 10, 13, 12]  # 1/62+1/61 > 1/61+1/63 > 1/62 > 1/63
-    assert embeddings.hybrid({1: 1}, [2]) == {1: 1, 2: 2}  # 1/61 each: the word match first
+    assert sorted(places, key=places.__getitem__) == [11, 10, 13, 12]  # 1/7+1/6 > 1/6+1/8 > 1/7 > 1/8
+    assert embeddings.hybrid({1: 1}, [2]) == {1: 1, 2: 2}  # 1/6 each: the word match first
     assert embeddings.hybrid({}, [5, 4]) == {5: 1, 4: 2}
     assert embeddings.hybrid({}, []) == {}
+
+
+class CountingModel:
+    """Stands in for the sentence model: unit vectors, slowly, counting every text it is given."""
+
+    def __init__(self, seconds_per_call: float) -> None:
+        self.texts: list[str] = []
+        self.seconds = seconds_per_call
+
+    def encode(self, texts: list[str], **_options: object) -> list[list[float]]:
+        import time
+
+        time.sleep(self.seconds)  # runs in a worker thread, as the real model does
+        self.texts.extend(texts)
+        return [[1.0] + [0.0] * (embeddings.DIMENSIONS - 1) for _ in texts]
+
+
+async def test_recalls_cut_off_while_vectors_are_made_never_embed_a_version_twice(
+        local: LocalProvider, stamps: Stamps, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each recall that times out on a backlog used to start a fill of the whole backlog of its own,
+    all queued on the one model: the backlog was encoded once per recall and never caught up. Fills now
+    run one at a time and store in batches, so every version is encoded once."""
+    import asyncio
+    from collections import Counter
+
+    pytest.importorskip("numpy")
+    model = CountingModel(seconds_per_call=0.05)
+    meaning = embeddings.Meaning(model)
+    monkeypatch.setattr(local, "meaning", lambda: meaning)
+    total = embeddings.FILL_BATCH + 40
+    for number in range(total):
+        await local.remember(M1, stamps.record(f"note number {number}", type="fact"))
+    for _ in range(4):  # each gives up long before the backlog is embedded
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(local.recall([M1], RecallQuery(query="note", limit=3)), timeout=0.01)
+    answer = await local.recall([M1], RecallQuery(query="note", limit=3))
+    assert len(answer.hits) == 3
+    versions = Counter(text for text in model.texts if text != "note")  # "note" is the question
+    assert len(versions) == total and set(versions.values()) == {1}

@@ -98,7 +98,7 @@ def comparable(lines: list[dict[str, Any]], *, id_map: dict[str, str] | None = N
 
 async def aliases(gw: Gateway, memory_id: str) -> dict[str, str]:
     """old id -> new id, as the alias table holds them."""
-    rows = await gw.services.store.fetch_all(t.record_aliases, memory_id=memory_id)
+    rows = await gw.services.store.rows.fetch_all(t.record_aliases, memory_id=memory_id)
     return {r.old_id: r.new_id for r in rows}
 
 

@@ -269,13 +269,13 @@ async def test_a_run_left_running_by_a_dead_process_is_failed_and_a_live_one_hol
     now_ms = int(datetime.now().timestamp() * 1000)
     row = {"memory_id": memory, "provider": "local", "status": "running", "trigger": "manual", "read": "{}",
            "changes": "{}", "budget": "{}", "usage": "{}", "created_by": "member:x", "error": ""}
-    await gateway.services.store.insert(consolidation_runs, id="hcon_" + "1" * 32, started_at=now_ms, **row)
+    await gateway.services.store.rows.insert(consolidation_runs, id="hcon_" + "1" * 32, started_at=now_ms, **row)
     busy = await gateway.admin.post(f"/v1/memories/{memory}/consolidations", json={})
     assert (busy.status_code, busy.json()["error"]["code"]) == (409, "memory_busy")
     assert gateway.services.busy == {}
 
-    await gateway.services.store.delete_rows(consolidation_runs, id="hcon_" + "1" * 32)
-    await gateway.services.store.insert(consolidation_runs, id="hcon_" + "2" * 32,
+    await gateway.services.store.rows.delete_rows(consolidation_runs, id="hcon_" + "1" * 32)
+    await gateway.services.store.rows.insert(consolidation_runs, id="hcon_" + "2" * 32,
                                         started_at=now_ms - STALE_MS - 1, **row)
     run = await start(gateway, memory)
     assert run["status"] == "completed"

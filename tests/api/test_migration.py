@@ -205,7 +205,7 @@ async def test_the_log_records_each_copied_record_once(gw: Gateway) -> None:
     """The per-migration log has one row per source record, naming its copy."""
     seeded = await seed(gw)
     report = (await migrate(gw, seeded.memory_id)).json()
-    rows = await gw.services.store.fetch_all(migration_records, migration_id=report["id"])
+    rows = await gw.services.store.rows.fetch_all(migration_records, migration_id=report["id"])
     assert sorted(r.old_id for r in rows) == sorted(seeded.ids)
     assert {r.new_id for r in rows} == set((await aliases(gw, seeded.memory_id)).values())
 

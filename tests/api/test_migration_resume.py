@@ -111,7 +111,7 @@ async def test_a_failure_midway_changes_nothing_and_a_rerun_resumes(gw: Gateway)
     assert sorted(new.values()) == sorted(c.id for c in copies)
     after = await export_lines(gw.admin, seeded.memory_id)
     assert comparable(after, id_map={v: k for k, v in new.items()}) == comparable(before)
-    rows = await gw.services.store.fetch_all(migrations, memory_id=seeded.memory_id)
+    rows = await gw.services.store.rows.fetch_all(migrations, memory_id=seeded.memory_id)
     assert [(r.status, r.copied) for r in rows] == [("completed", 4)]
 
 

@@ -309,7 +309,7 @@ async def test_a_query_kept_for_a_memory_now_on_another_provider_is_unsupported(
 
     gw = with_mem0
     memory = (await gw.root("Moved", provider="vendor"))["id"]
-    await gw.services.store.insert(q.named_queries, memory_id=memory, name="counts", description="",
+    await gw.services.store.rows.insert(q.named_queries, memory_id=memory, name="counts", description="",
                                    params='{"type": "object"}', requires="read", language="sql",
                                    body=COUNTS["body"], created_by="m", created_at=0, updated_by="m", updated_at=0)
     assert [d["name"] for d in (await gw.admin.get(f"/v1/memories/{memory}/queries")).json()["data"]] == ["counts"]
