@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import httpx
 
+from adapters.clock import utc
 from adapters.errors import (
     ErasureIncomplete,
     ProviderError,
@@ -51,7 +52,6 @@ from adapters.records import (
     instant,
     part_from_json,
     part_to_json,
-    utc,
     writer_to_json,
 )
 
@@ -125,6 +125,10 @@ class RecallAnswer:
     hits: tuple[Hit, ...]
     abstain: bool = False
     degraded: tuple[str, ...] = ()
+    # What of this recall the adapter judged itself where its capabilities declare no emulation (a
+    # provider that judges part of `filters`, per recall: `filters`, `filters.attributes.region`); the
+    # gateway says each as `provider:NAME:<subject>:emulated`, as it does for a declared emulated signal.
+    emulated: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- capabilities
@@ -170,6 +174,10 @@ class Capabilities:
     # The most records one memory can hold and still be listed whole (None: no such limit). A write that
     # would pass it is refused with `RecordLimit`.
     records_per_memory: int | None = None
+    # Per filter field (`type`, `attributes.<key>`, `attributes.*`, `time.*`), whether the provider judges
+    # it (native) or the adapter does on what the provider returns (emulated); empty: the `filters` signal
+    # as a whole says it (`emulated_signals`).
+    filter_fields: tuple[tuple[str, Support], ...] = ()
 
     def document(self, provider_id: str) -> dict[str, Any]:
         """The §10.2 JSON shape, with memfed's additions under `x.memfed`."""
@@ -203,6 +211,7 @@ class Capabilities:
                 "searches_many_memories": self.searches_many_memories,
                 "records_per_memory": self.records_per_memory,
                 "data_location": self.data_location,
+                **({"filters": dict(self.filter_fields)} if self.filter_fields else {}),
             },
         }
 

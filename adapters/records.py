@@ -4,14 +4,13 @@ with their JSON forms, time normalization and the listing cursor every adapter u
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
+from adapters import cursors
+from adapters.clock import utc
 from adapters.errors import ProviderRejected
 
 RecordStatus = Literal["active", "superseded", "forgotten"]
@@ -205,10 +204,20 @@ class Erasure:
     unreachable: tuple[str, ...]
 
 
-def utc(value: datetime) -> datetime:
-    """Naive datetimes are taken as UTC: the gateway stamps aware ones, and guessing a local zone would
-    make the same instant sort differently on two machines."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+def words_of(record: Record) -> str:
+    """The words a vendor embeds and searches: the title, then each part's words, in order; never empty.
+
+    A file part without words is named by its file name so a search for it still has something to match.
+    A text part that repeats the title is not repeated, because a fact is often stated as both. A record may
+    be an extension part with no words at all: its type stands in, since vendors refuse or skip empty text.
+    """
+    title = (record.title or "").strip()
+    pieces = [title] if title else []
+    for part in record.content:
+        words = (part.text or "").strip() or (part.file.name.strip() if part.file is not None else "")
+        if words and words != title:
+            pieces.append(words)
+    return "\n\n".join(pieces) or f"({record.type})"
 
 
 def instant(value: Any, what: str) -> datetime:
@@ -223,19 +232,16 @@ def instant(value: Any, what: str) -> datetime:
     raise ProviderRejected(f"{what}: expected an instant, got {type(value).__name__}")
 
 
+RECORDS_LISTING = "records"
+
+
 def encode_cursor(position: tuple[str | int, str]) -> str:
-    """An opaque listing cursor for a keyset position `(order value, record id)`."""
-    raw = json.dumps(list(position), separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """The records listing's cursor (adapters.cursors) for a keyset position `(order value, record id)`."""
+    return cursors.encode(RECORDS_LISTING, position)
 
 
 def decode_cursor(cursor: str, order_type: type) -> tuple[Any, str]:
-    """The position a cursor from `encode_cursor` names; ProviderRejected for one this adapter did not give."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        order, record_id = json.loads(raw)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise ProviderRejected("invalid cursor") from exc
-    if type(order) is not order_type or not isinstance(record_id, str):
-        raise ProviderRejected("invalid cursor")
+    """The position a cursor from `encode_cursor` names; InvalidCursor (a ProviderRejected) for one this
+    adapter did not give."""
+    order, record_id = cursors.decode(RECORDS_LISTING, cursor, (order_type, str))
     return order, record_id

@@ -25,6 +25,7 @@ from adapters.base import (
     part_to_json,
     writer_to_json,
 )
+from adapters.clock import rfc3339
 
 
 class Row(Protocol):
@@ -42,7 +43,7 @@ utc = base.utc
 def ts(value: datetime) -> str:
     """Fixed width, so that a text comparison (SQLite's, or PostgreSQL's under COLLATE "C") orders
     instants correctly."""
-    return utc(value).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    return rfc3339(value, "microseconds")
 
 
 def ts_or_none(value: datetime | None) -> str | None:

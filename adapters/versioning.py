@@ -8,10 +8,11 @@ not by writing to it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from adapters.base import Record, Revision, Unsupported, utc
+from adapters.base import Record, Revision, Unsupported, Writer, utc
 
 T = TypeVar("T")
 
@@ -33,6 +34,15 @@ def not_before(at: datetime, previous: datetime) -> datetime:
     """`at` as a UTC instant, clamped to `previous` when the clock stepped back."""
     at, previous = utc(at), utc(previous)
     return at if at >= previous else previous
+
+
+def tombstone(current: Record, *, by: Writer, at: datetime, write_id: str | None) -> Record:
+    """The forget of `current` as the version after it: forgotten, by `by`, open from `at` (not before the
+    version it closes starts), keeping everything else of the record so history shows what was forgotten."""
+    when = not_before(at, current.time.written_at)
+    return replace(current, version=current.version + 1, supersedes=current.version, status="forgotten",
+                   written_by=by, time=replace(current.time, written_at=when, invalidated_at=None),
+                   write_id=write_id)
 
 
 def refuse_following(record: Record, verb: str) -> None:

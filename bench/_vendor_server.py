@@ -5,7 +5,8 @@
 Each port serves tests/adapters/fake_mem0.py's FakeMem0 over real HTTP (a negative port, -PORT, serves
 tests/adapters/fake_zep.py's FakeZep, v4, on PORT). `POST /__latency?ms=N` sets how
 long after its arrival every later request is answered (the fake's own work included); `GET /__calls`
-and `DELETE /__calls` read and reset the request log (each call with its monotonic start and end,
+and `DELETE /__calls` read and reset the request log (each call with its monotonic start and end, the
+graph objects a Zep listing or search answered in `objects`,
 comparable across processes).
 """
 
@@ -54,7 +55,10 @@ class Vendor:
             self.calls.append(call)
             url = httpx.URL(str(request.url)).copy_with(scheme="https", host=self.host, port=None)
             forwarded = httpx.Request(request.method, url, headers=request.headers.raw, content=body)
+            listed = getattr(self.fake, "listed", 0)
             answer = await self.fake.respond(forwarded)
+            # The graph objects this call answered (Zep's listings and searches): the candidates sent back.
+            call["objects"] = getattr(self.fake, "listed", 0) - listed
             response = Response(answer.content, status_code=answer.status_code,
                                 headers={"content-type": answer.headers.get("content-type", "application/json")})
             # The vendor answers L after the request arrived: the fake's own work is part of L, as a real

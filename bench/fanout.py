@@ -85,6 +85,11 @@ class LoopbackVendors:
             process.wait()
 
 
+FILLER = 9
+FILTERED = {"filters": [{"field": "type", "op": "in", "value": ["note"]},
+                        {"field": "attributes.account", "op": "eq", "value": "acme"}], "limit": 20}
+
+
 async def main(args: argparse.Namespace) -> None:
     import os
 
@@ -96,6 +101,8 @@ async def main(args: argparse.Namespace) -> None:
     if args.zep:  # a third of the memories on Zep, which searches one graph per call
         providers["vendor2"] = {"adapter": "zep", "base_url": vendors.urls[2], "api_key_env": "BENCH_VENDOR_KEY",
                                 "timeout": 30.0, "concurrency": 16, "calls_at_once": args.zep_calls}
+        if args.zep_filter_attributes:
+            providers["vendor2"]["filter_attributes"] = args.zep_filter_attributes.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         config = make_config(Path(tmp), providers=providers, recall={"cap": args.memories + 10},
                              audit={"enabled": args.audit == "on"})
@@ -109,7 +116,11 @@ async def main(args: argparse.Namespace) -> None:
                 else:
                     made = await gw.child(gw.admin, branches[n % 3]["id"], f"m{n}")
                 if n % 10 == 0:
-                    await gw.admin.post(f"/v1/memories/{made['id']}/records", json={"content": f"needle {n}"})
+                    await gw.admin.post(f"/v1/memories/{made['id']}/records", json={
+                        "content": f"needle {n}", "attributes": {"account": "acme"}})
+                    for other in range(FILLER if args.filters else 0):  # what a filtered recall passes over
+                        await gw.admin.post(f"/v1/memories/{made['id']}/records", json={
+                            "content": f"filler {n}.{other}", "attributes": {"account": "globex"}})
             latency = args.latency_ms / 1000
             vendors.set_latency(args.latency_ms)
             # The timed recalls go over real loopback HTTP to the gateway's app served by uvicorn in this
@@ -122,12 +133,14 @@ async def main(args: argparse.Namespace) -> None:
                 await asyncio.sleep(0.01)
             shape = f"{args.memories} direct children" if args.flat else f"{args.memories + 3} memories below it"
             kinds = "2 mem0 Platform fakes and a Zep v4 fake" if args.zep else "3 mem0 Platform fakes"
-            print(f"recall from the root ({shape}) on 3 loopback vendors ({kinds}), "
-                  f"L = {args.latency_ms} ms, {args.repeat} runs each, decision log {args.audit}")
+            asked = "filters (type note, attributes.account eq acme)" if args.filters else "query"
+            print(f"recall by {asked} from the root ({shape}) on 3 loopback vendors ({kinds}), "
+                  f"L = {args.latency_ms} ms, {args.repeat} runs each, decision log {args.audit}"
+                  + (f", zep filter_attributes {args.zep_filter_attributes or '(none)'}" if args.zep else ""))
             client = RemoteClient(f"http://127.0.0.1:{port}", gw.admin.headers["Authorization"])
             try:
                 for counts in ("cold", "old"):
-                    await measure(gw, client, vendors, root["id"], counts, latency, args.repeat)
+                    await measure(gw, client, vendors, root["id"], counts, latency, args.repeat, args.filters)
             finally:
                 client.close()
             server.should_exit = True
@@ -175,13 +188,15 @@ def _client_process(conn: Any, base_url: str, authorization: str) -> None:
 
 
 async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_id: str, counts: str,
-                  latency: float, repeat: int) -> None:
+                  latency: float, repeat: int, filters: bool = False) -> None:
     """`cold`: no count of the root's children was ever seen: they are left out of the answer
     (`children:counts_pending`) and counted after it. `old`: counts were seen but have expired, so they
     are shown and asked again after the answer (every recall after a quiet spell). Either way the answer
     waits for the searches alone."""
     walls: list[float] = []
     calls: list[int] = []
+    answered: list[int] = []  # graph objects Zep answered before the answer left: the candidates
+    asked_before: list[int] = []  # vendor calls the answer waited for
     vendor_busy: list[float] = []
     before: list[float] = []
     after: list[float] = []
@@ -192,8 +207,8 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
         else:
             gw.services.counts.expire_all()
         gc.collect()  # the bench's own garbage is not the recall's to collect
-        started, ended, status, body = await client.recall(f"/v1/memories/{root_id}/recall",
-                                                           {"query": "needle", "limit": 20})
+        started, ended, status, body = await client.recall(f"/v1/memories/{root_id}/recall", FILTERED if filters
+                                                           else {"query": "needle", "limit": 20})
         await quiet(vendors)  # the counts after the answer finish before the next run
         walls.append(ended - started)
         made_calls = vendors.calls()
@@ -201,7 +216,11 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
         per_vendor = vendors.calls_by_vendor()
         # The calls the answer waited for, from the first one's arrival to the last answer: the time
         # spent at the vendors.
-        waited = [c for c in made_calls if "search" in c["call"]]
+        # A filtered recall lists instead of searching: what it waited for is every call made before its answer.
+        waited = [c for c in made_calls if c["start"] < ended] if filters else [
+            c for c in made_calls if "search" in c["call"]]
+        answered.append(sum(c.get("objects", 0) for c in made_calls if c["start"] < ended))
+        asked_before.append(len([c for c in made_calls if c["start"] < ended]))
         first_in, last_out = min(c["start"] for c in waited), max(c["end"] for c in waited)
         vendor_busy.append(last_out - first_in)
         before.append(first_in - started)
@@ -224,6 +243,9 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
           f"{statistics.median(after) * 1000:.1f} ms after the last answer")
     print(f"vendor calls per recall: {statistics.median(calls):.0f} ({searches} searches; the rest count the "
           f"root's children, after the answer); by vendor in the last run: {per_vendor}")
+    print(f"before the answer: {statistics.median(asked_before):.0f} vendor calls; Zep answered "
+          f"{statistics.median(answered):.0f} graph objects (candidates); degraded: "
+          f"{[d for d in body['degraded'] if 'emulated' in d]}")
     pending = "children:counts_pending" in body["degraded"]
     print(f"results in the last answer: {len(body['results'])}; counts pending in it: {pending}")
 
@@ -244,6 +266,11 @@ if __name__ == "__main__":
     parser.add_argument("--flat", action="store_true", help="the memories are the root's own children")
     parser.add_argument("--zep", action="store_true", help="the third vendor is a Zep v4 fake")
     parser.add_argument("--zep-calls", type=int, default=16, help="Zep calls the adapter makes at once")
+    parser.add_argument("--filters", action="store_true",
+                        help=f"the timed recall is by filters alone; each seeded memory gets {FILLER} more "
+                             "records the filter does not match")
+    parser.add_argument("--zep-filter-attributes", default="",
+                        help="the Zep provider's filter_attributes (comma-separated): empty for none")
     parser.add_argument("--audit", choices=("on", "off"), default="on",
                         help="the decision log records a decision per memory the recall covers or skips")
     try:  # the event loop `memfed serve` runs on (uvicorn picks uvloop where it is installed)

@@ -54,7 +54,7 @@ from gateway.audit.seal import Seal
 from gateway.audit.store import create_audit_tables_on
 from gateway.config import Config
 from gateway.console import Console
-from gateway.errors import ApiError
+from gateway.errors import ApiError, internal_error, method_not_allowed, route_not_found
 from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
 from gateway.services import Services, ServicesSlot
@@ -145,9 +145,9 @@ async def bootstrap_admin(store: StateStore, announce: bool = True) -> str | Non
 async def _not_found(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     if status == 404:
-        return ApiError(404, "memfed_route_not_found", "No such route.").response()
+        return route_not_found().response()
     if status == 405:
-        answer = ApiError(405, "memfed_method_not_allowed", "This route does not take that method.").response()
+        answer = method_not_allowed("This route does not take that method.").response()
         # RFC 9110: a 405 names the methods the route does take (Starlette puts them on the exception).
         allow = (getattr(exc, "headers", None) or {}).get("Allow")
         if allow:
@@ -158,8 +158,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error", exc_info=exc)
-    return JSONAnswer(ApiError(500, "memfed_internal_error", "The server failed; the error is logged.")
-                        .envelope(), status_code=500)
+    return JSONAnswer(internal_error().envelope(), status_code=500)
 
 
 def create_app(config: Config, *, services: Services | None = None, http_client: httpx.AsyncClient | None = None,

@@ -74,12 +74,19 @@ def record_not_found() -> ApiError:
     return ApiError(404, "memory_record_not_found", "No such record in this memory.", param="record_id")
 
 
-def invalid(message: str, param: str | None = None, code: str = "memory_invalid") -> ApiError:
-    return ApiError(422, code, message, param=param)
+def invalid(message: str, param: str | None = None, code: str = "memory_invalid", *, detail: Any = None) -> ApiError:
+    return ApiError(422, code, message, param=param, detail=detail)
 
 
-def bad_request(message: str, param: str | None = None, code: str = "invalid_request") -> ApiError:
-    return ApiError(400, code, message, param=param)
+def bad_request(message: str, param: str | None = None, code: str = "invalid_request", *,
+                detail: Any = None) -> ApiError:
+    return ApiError(400, code, message, param=param, detail=detail)
+
+
+def bad_cursor(code: str = "memory_invalid") -> ApiError:
+    """Every listing's answer to a cursor it did not hand out (adapters.cursors refused it); `code` is the
+    route's own namespace (memfed's extension routes answer `memfed_invalid_request`)."""
+    return ApiError(422, code, "The cursor is not one this server gave.", param="cursor")
 
 
 def unsupported(message: str, param: str | None = None) -> ApiError:
@@ -91,5 +98,41 @@ def unavailable(provider: str, reason: str) -> ApiError:
                     detail={"provider": provider, "reason": reason})
 
 
-def admin_only() -> ApiError:
-    return ApiError(403, "memfed_admin_required", "This route is for administrators.")
+def busy(message: str, detail: Any = None) -> ApiError:
+    return ApiError(409, "memory_busy", message, detail=detail)
+
+
+def file_not_found(param: str, message: str = "No such file.") -> ApiError:
+    return ApiError(404, "memfed_file_not_found", message, param=param)
+
+
+def route_not_found() -> ApiError:
+    return ApiError(404, "memfed_route_not_found", "No such route.")
+
+
+def method_not_allowed(message: str, allow: str | None = None) -> ApiError:
+    return ApiError(405, "memfed_method_not_allowed", message, headers={"Allow": allow} if allow else None)
+
+
+def internal_error(message: str = "The server failed; the error is logged.") -> ApiError:
+    return ApiError(500, "memfed_internal_error", message)
+
+
+def admin_only(message: str = "This route is for administrators.", param: str | None = None) -> ApiError:
+    return ApiError(403, "memfed_admin_required", message, param=param)
+
+
+def member_not_found() -> ApiError:
+    return ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
+
+
+def group_not_found() -> ApiError:
+    return ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
+
+
+def part_not_found(message: str) -> ApiError:
+    return ApiError(404, "memfed_part_not_found", message, param="index")
+
+
+def cross_origin(message: str) -> ApiError:
+    return ApiError(403, "memfed_console_cross_origin", message)

@@ -184,11 +184,3 @@ def ascii_index(text: str) -> int | None:
     if text.isascii() and text.isdigit() and len(text) <= 18:
         return int(text)
     return None
-
-
-def cursor_number(text: str) -> int:
-    """A number inside a cursor: ASCII digits that fit a signed 64-bit integer (a database compares it),
-    else ValueError, which each cursor's reader answers as a cursor this server did not give."""
-    if not (text.isascii() and text.isdigit()) or int(text) > INT_MAX:
-        raise ValueError("not a cursor number")
-    return int(text)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
 from gateway.audit import AuditLog, Coverage, DecisionEntry
+from gateway.clock import now
 from gateway.config import Config, Limits
+from gateway.errors import busy
 from gateway.federation.counts import RecordCounts
 from gateway.federation.plans import RecallPlans
 from gateway.federation.providers import Providers
@@ -47,13 +48,11 @@ class Services:
 
     def guard_not_busy(self, memory_id: str) -> None:
         """A move or delete must wait while a consolidation runs on the memory or below it (§12)."""
-        from gateway.errors import ApiError
 
         tree = self.store.tree
         for busy_id, run_id in self.busy.items():
             if tree.exists(busy_id) and tree.is_descendant(busy_id, memory_id):
-                raise ApiError(409, "memory_busy", "A consolidation run is changing this memory.",
-                               detail={"consolidation_id": run_id})
+                raise busy("A consolidation run is changing this memory.", detail={"consolidation_id": run_id})
 
     def decide(self, call: Call, operation: str, memory_id: str | None, privilege: str | None,
                allowed: bool, reason: str) -> None:
@@ -66,7 +65,7 @@ class Services:
         principal = call.principal
         who = principal.principal if principal else "anonymous"
         groups = tuple(f"group:{g}" for g in principal.groups) if principal else ()
-        rid, at = call.request_id, datetime.now(UTC)  # one request's decisions share its moment
+        rid, at = call.request_id, now()  # one request's decisions share its moment
         client = call.client_request_id
         self._journal(call, [(DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at,
                                             client), ())

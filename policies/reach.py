@@ -16,7 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from policies.access import Contribution, Decision
+from policies import access
+from policies.access import Contribution, Decision, Grant, TreeView
 
 ABOVE_REACH = "inherited from above your reach"
 Visible = Callable[[str], bool]
@@ -102,3 +103,27 @@ def _clauses(body: str) -> list[tuple[str, str]] | None:
         if position == len(body):
             return found
         position += 2  # the "; " between clauses
+
+
+def sees(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
+    """Whether the caller may know the memory exists: it holds some privilege there."""
+    return tree.exists(memory_id) and bool(access.effective(tree, principals, memory_id))
+
+
+def grants_in_reach(tree: TreeView, principals: frozenset[str], memory_id: str) -> list[Grant]:
+    """The grants that reach a memory (its own, then its ancestors' up to the restricted cutoff), from the
+    memory upwards as long as the caller sees each node: none on a node above the caller's reach."""
+    found: list[Grant] = []
+    for node in access.explain(tree, principals, memory_id).path:  # up to the cutoff, bounded
+        if not sees(tree, principals, node):
+            break
+        found.extend(tree.grants_on(node))
+    return found
+
+
+def held_anywhere(tree: TreeView, principals: frozenset[str]) -> frozenset[str]:
+    """Every privilege the caller holds on some memory: what it may be offered to do at all."""
+    held: set[str] = set()
+    for privileges in access.granted(tree, principals).values():
+        held |= privileges
+    return frozenset(held)

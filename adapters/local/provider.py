@@ -50,7 +50,7 @@ from adapters.local._schema import to_json
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
-from adapters.versioning import not_before, or_keep, refuse_following, revised
+from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 
 CAPABILITIES = Capabilities(
     isolation="enforced_filter",
@@ -197,18 +197,9 @@ class LocalProvider(LocalConnections, LocalQueries):
             refuse_following(current, "forgotten")
             if current.status == "forgotten":
                 return current
-            when = not_before(at, current.time.written_at)
-            tombstone = replace(
-                current,
-                version=current.version + 1,
-                supersedes=current.version,
-                status="forgotten",
-                written_by=by,
-                time=replace(current.time, written_at=when, invalidated_at=None),
-                write_id=write_id,
-            )
-            await self._close_version(db, current, when)
-            return await self._append(db, tombstone)
+            forgotten = tombstone(current, by=by, at=at, write_id=write_id)
+            await self._close_version(db, current, forgotten.time.written_at)
+            return await self._append(db, forgotten)
 
     async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
         """Delete every version of these records, their index entries, and the freed bytes.

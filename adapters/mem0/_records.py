@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from adapters import clock
 from adapters.base import (
     Part,
     Record,
@@ -28,7 +29,9 @@ from adapters.base import (
     RecordTime,
     Writer,
 )
+from adapters.records import words_of as render_text
 from adapters.version_format import BadMetadata, version_json, version_record
+from adapters.versioning import not_before
 
 NAMESPACE = "memfed"
 SCHEMA = 1
@@ -52,24 +55,6 @@ class Stored:
     current: Record
     past: tuple[Record, ...]
 
-
-def render_text(record: Record) -> str:
-    """The words mem0 embeds: the title, then each part's words, in order; never empty.
-
-    A file part without words is named by its file name so a search for it still has something to match.
-    A first text part that repeats the title is not repeated, because a fact is often stated as both.
-    """
-    title = (record.title or "").strip()
-    pieces = [title] if title else []
-    for part in record.content:
-        words = (part.text or "").strip()
-        if not words and part.file is not None:
-            words = part.file.name.strip()
-        if words and words != title:
-            pieces.append(words)
-    text = "\n\n".join(pieces)
-    # mem0 refuses or skips an empty message, and a record may be an extension part with no words at all.
-    return text or f"({record.type})"
 
 
 # --------------------------------------------------------------------------- encoding
@@ -97,14 +82,7 @@ def encode(current: Record, past: Sequence[Record] = ()) -> tuple[str, dict[str,
 # --------------------------------------------------------------------------- decoding
 
 
-def parse_vendor_time(value: Any) -> datetime | None:
-    """mem0's own timestamps (`created_at`, `updated_at`), ISO 8601 with `Z` or an offset."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
+
 
 
 def namespace_of(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -133,7 +111,9 @@ def decode(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Stored
         # Someone changed the text at mem0 itself (its dashboard, another client). Showing memfed's copy
         # would hide that change; showing the vendor's text as a version of its own keeps it visible and
         # keeps the chain: what memfed last wrote becomes the superseded version before it.
-        changed_at = _not_before(parse_vendor_time(item.get("updated_at")), current.time.written_at)
+        vendor_at = clock.parse(item.get("updated_at"))  # mem0's clock is not the gateway's
+        previous = current.time.written_at
+        changed_at = not_before(vendor_at, previous) if vendor_at is not None else previous
         closed_version = closed(current, at=changed_at)
         drifted = Record(
             id=record_id,
@@ -162,7 +142,7 @@ def foreign(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Store
     text = item.get("memory")
     if not isinstance(text, str):
         raise BadMetadata("the memory has no text")
-    written_at = parse_vendor_time(item.get("updated_at")) or parse_vendor_time(item.get("created_at"))
+    written_at = clock.parse(item.get("updated_at")) or clock.parse(item.get("created_at"))
     if written_at is None:
         raise BadMetadata("the memory has no readable time")
     record = Record(
@@ -174,17 +154,6 @@ def foreign(item: Mapping[str, Any], *, record_id: str, memory_id: str) -> Store
         time=RecordTime(written_at=written_at),
     )
     return Stored(current=record, past=())
-
-
-def _not_before(at: datetime | None, previous: datetime) -> datetime:
-    """`at`, unless it is missing or earlier than `previous` (mem0's clock is not the gateway's)."""
-    if at is None:
-        return previous
-
-    def utc(value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-    return at if utc(at) >= utc(previous) else previous
 
 
 def closed(record: Record, *, at: datetime) -> Record:

@@ -57,7 +57,7 @@ from adapters.mem0._reads import PLATFORM_OR_CHUNK, Mem0Reads
 from adapters.mem0._sizes import EntitySizes
 from adapters.mem0.wire import ABSENT, DIALECTS, OSS_LIST_CAP, Secret, Wire
 from adapters.version_format import BadMetadata
-from adapters.versioning import not_before, or_keep, refuse_following, revised
+from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 
 __all__ = ["PLATFORM_OR_CHUNK", "PLATFORM_URL", "RECORD_PREFIX", "Mem0Provider"]
 
@@ -348,18 +348,10 @@ class Mem0Provider(Mem0Reads, Mem0Erase):
         refuse_following(cur, "forgotten")
         if cur.status == "forgotten":
             return cur
-        when = not_before(at, cur.time.written_at)
-        tombstone = replace(
-            cur,
-            version=cur.version + 1,
-            supersedes=cur.version,
-            status="forgotten",
-            written_by=by,
-            time=replace(cur.time, written_at=when, invalidated_at=None),
-            write_id=write_id,
-        )
-        await self._write(vendor_id, record_id, tombstone, (*stored.past, records.closed(cur, at=when)))
-        return tombstone
+        forgotten = tombstone(cur, by=by, at=at, write_id=write_id)
+        closed = records.closed(cur, at=forgotten.time.written_at)
+        await self._write(vendor_id, record_id, forgotten, (*stored.past, closed))
+        return forgotten
 
     async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
         """The version the write `write_id` made (`FindsWrites`), read from memfed's metadata at mem0: the

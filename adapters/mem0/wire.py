@@ -8,25 +8,18 @@ Wire facts: shared/vendors/mem0.md.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
-import orjson
 
-from adapters.base import (
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderTimeout,
-    ProviderUnauthorized,
-    ProviderUnavailable,
-)
+from adapters import vendor_http
 from adapters.mem0 import _turns as turns
+from adapters.vendor_http import ABSENT as ABSENT
+from adapters.vendor_http import Secret as Secret
 
 T = TypeVar("T")
 
@@ -41,43 +34,9 @@ PLATFORM_PAGE_SIZE = 200  # the v3 list's maximum page_size
 PLATFORM_MAX_PAGES = 10_000  # a guard against a `next` link that never ends
 
 
-class Secret:
-    """The vendor key. Its repr and str never show it, so neither can a log line or a traceback."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
 @dataclass(frozen=True)
-class Call:
-    method: str
-    path: str
-    params: Mapping[str, Any] | None = None
-    json: Any = None
+class Call(vendor_http.Request):
     changes: bool = False  # it adds, updates or deletes at mem0 (see `Dialect.changes_one_at_a_time`)
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-# What `send` returns for a 404 when the caller expects that a record may be gone (distinct from an
-# empty body, which is a success).
-ABSENT: Any = _Absent()
 
 
 class ListTooLong(Exception):
@@ -284,29 +243,6 @@ class OssDialect(Dialect):
 DIALECTS: dict[str, Dialect] = {"platform": PlatformDialect(), "oss": OssDialect()}
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds: either a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _may_have_arrived(exc: httpx.HTTPError) -> bool:
-    """Whether a request that failed this way may have reached mem0: not when no connection was made."""
-    return not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
-
-
 class Wire:
     """Sends one dialect's calls through the injected client and maps every failure at this boundary."""
 
@@ -322,10 +258,6 @@ class Wire:
     def __repr__(self) -> str:
         return f"<mem0 wire {self.dialect.name} {self._base}>"
 
-    def _scrub(self, text: str) -> str:
-        secret = self._key.reveal()
-        return text.replace(secret, "[redacted]") if secret else text
-
     async def send(self, call: Call, *, absent_ok: bool = False) -> Any:
         """The decoded JSON answer (None for an empty body); `ABSENT` for a 404 when `absent_ok`. A
         changing call to a server that takes changes one at a time waits its turn (`one_change`)."""
@@ -338,64 +270,23 @@ class Wire:
         return await turns.one_at_a_time(self._base, work)
 
     async def exchange(self, call: Call, *, absent_ok: bool = False) -> Any:
-        """One request and its answer, mapped; no turn is taken (see `send`)."""
+        """One request and its answer, mapped (adapters.vendor_http); no turn is taken (see `send`)."""
         what = f"{call.method} {call.path}"
         started = time.perf_counter()
-        try:
-            headers = self.dialect.auth_headers(self._key)
-            if call.json is not None:
-                headers["Content-Type"] = "application/json"
-            response = await self._client.request(
-                call.method,
-                self._base + call.path,
-                params=call.params,
-                # orjson: a search over a few hundred memories is a 20 KB body, which json.dumps took
-                # ~0.13 ms to encode on the gateway's event loop, orjson ~0.02 ms.
-                content=orjson.dumps(call.json) if call.json is not None else None,
-                headers=headers,
-                timeout=self._timeout,
-                # httpx drops `Authorization` on a redirect to another host but not `X-API-Key`: the key
-                # never follows a redirect anywhere, and a redirect is an answer mem0 should not give.
-                follow_redirects=False,
-            )
-        except httpx.TimeoutException as exc:
-            log.warning("mem0 %s timed out after %.1fs", what, self._timeout)
-            raise ProviderTimeout(
-                f"mem0 did not answer {what} within {self._timeout}s", maybe_applied=_may_have_arrived(exc)
-            ) from exc
-        except httpx.HTTPError as exc:
-            log.warning("mem0 %s failed: %s", what, type(exc).__name__)
-            raise ProviderUnavailable(
-                f"mem0 could not be reached for {what}: {type(exc).__name__}: {self._scrub(str(exc))}",
-                maybe_applied=_may_have_arrived(exc),
-            ) from exc
+        response = await vendor_http.request(self._client, "mem0", call.method, self._base + call.path, what=what,
+                                             headers=self.dialect.auth_headers(self._key), within=self._timeout,
+                                             key=self._key, params=call.params, json=call.json)
         status = response.status_code
         log.debug("mem0 %s -> %d in %.0f ms", what, status, (time.perf_counter() - started) * 1000)
         if status == 404 and absent_ok:
             return ABSENT
-        if status == 429:
-            retry = _retry_after(response.headers.get("retry-after"))
-            raise ProviderRateLimited(f"mem0 is rate limiting {what}", retry_after=retry)
-        if status in (401, 403):
-            raise ProviderUnauthorized(f"mem0 refused memfed's credential for {what} ({status})")
-        if 400 <= status < 500:
-            raise ProviderRejected(f"mem0 refused {what} ({status}): {self._detail(response)}")
         if not 200 <= status < 300:
-            raise ProviderUnavailable(f"mem0 failed {what} ({status}): {self._detail(response)}")
-        if not response.content:
-            return None
-        try:
-            return orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            pass  # not JSON, or JSON orjson refuses (an integer past 64 bits): the json module decides
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise ProviderUnavailable(f"mem0 answered {what} with something that is not JSON") from exc
+            raise vendor_http.failure("mem0", what, response, self._detail(response))
+        return vendor_http.decoded("mem0", what, response.content)
 
     def _detail(self, response: httpx.Response) -> str:
         try:
             text = response.text
         except (UnicodeDecodeError, httpx.HTTPError):  # a body we cannot even decode says nothing useful
             return "unreadable body"
-        return " ".join(self._scrub(text).split())[:200]  # redact first: a cut could halve the key
+        return vendor_http.redacted(text, self._key)

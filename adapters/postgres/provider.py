@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -56,7 +55,7 @@ from adapters.postgres._connections import PostgresConnections, execute, rows
 from adapters.postgres._schema import DEFAULT_SCHEMA, DEFAULT_TEXT_CONFIG, identifier
 from adapters.postgres._sql import Statements, words_only
 from adapters.postgres.queries import PostgresQueries
-from adapters.versioning import not_before, or_keep, refuse_following, revised
+from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 
 # The local provider's claims, every one: queries run in the same sealed SQLite container (queries.py).
 CAPABILITIES = LOCAL_CAPABILITIES
@@ -193,18 +192,9 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
             refuse_following(current, "forgotten")
             if current.status == "forgotten":
                 return current
-            when = not_before(at, current.time.written_at)
-            tombstone = replace(
-                current,
-                version=current.version + 1,
-                supersedes=current.version,
-                status="forgotten",
-                written_by=by,
-                time=replace(current.time, written_at=when, invalidated_at=None),
-                write_id=write_id,
-            )
-            await self._close_version(db, current, when)
-            return await self._append(db, tombstone)
+            forgotten = tombstone(current, by=by, at=at, write_id=write_id)
+            await self._close_version(db, current, forgotten.time.written_at)
+            return await self._append(db, forgotten)
 
     async def erase(self, memory_id: str, record_ids: Sequence[str]) -> Erasure:
         """Delete every version of these records, words included; ids not in this memory are ignored.

@@ -35,6 +35,7 @@ from adapters.base import (
     part_to_json,
     writer_to_json,
 )
+from adapters.records import words_of as render_text
 from adapters.saas import wire as w
 from adapters.writer_format import BadWriter, checked_writer
 
@@ -90,15 +91,7 @@ def category_of(record_type: str, attributes: Mapping[str, Any]) -> str | None:
     return "note" if record_type == "note" else None
 
 
-def render_text(record: Record) -> str:
-    """The words the vendor searches: the title, then each part's words; never empty."""
-    title = (record.title or "").strip()
-    pieces = [title] if title else []
-    for part in record.content:
-        words = (part.text or "").strip() or (part.file.name.strip() if part.file else "")
-        if words and words != title:
-            pieces.append(words)
-    return "\n\n".join(pieces) or f"({record.type})"
+
 
 
 def fields(version: Record, *, root: str | None = None, forgotten: Forgotten | None = None) -> dict[str, Any]:

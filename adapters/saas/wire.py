@@ -8,7 +8,6 @@ the one that changes. The rest of the package speaks in `Call`s built here and i
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -19,17 +18,13 @@ from typing import Any, Literal
 import httpx
 import orjson
 
-from adapters.base import (
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderTimeout,
-    ProviderUnauthorized,
-    ProviderUnavailable,
-    RecordLimit,
-    Unsupported,
-)
+from adapters import clock, vendor_http
+from adapters.base import ProviderRejected, ProviderUnavailable, RecordLimit, Unsupported
+from adapters.vendor_http import ABSENT as ABSENT
+from adapters.vendor_http import Secret as Secret
 
 log = logging.getLogger("memfed.adapters.saas")
+VENDOR = "the SaaS memory API"  # as its failures name it
 
 # --------------------------------------------------------------------------- vocabulary (documented)
 
@@ -81,39 +76,10 @@ class Superseded(ProviderRejected):
     """The record was superseded by another call between memfed's read and its supersede."""
 
 
-class Secret:
-    """The API key. Its repr and str never show it, so neither can a log line or a traceback."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
 @dataclass(frozen=True)
-class Call:
-    method: str
-    path: str
-    params: Mapping[str, Any] | None = None
-    json: Any = None
+class Call(vendor_http.Request):
     idempotency_key: str | None = None
     ndjson: bool = False  # the answer is NDJSON (export)
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()  # what `send` returns for a 404 when the caller allows a record to be gone
 
 
 # --------------------------------------------------------------------------- the calls
@@ -238,14 +204,7 @@ def job_state(body: Any) -> tuple[str, list[str]]:
     return str(body["status"]), list(ids)
 
 
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+parse_time = clock.parse  # the vendor's ISO 8601 times; one without a zone is UTC
 
 
 def format_time(value: datetime) -> str:
@@ -253,26 +212,6 @@ def format_time(value: datetime) -> str:
 
 
 # --------------------------------------------------------------------------- sending
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value.strip()))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _may_have_arrived(exc: httpx.HTTPError) -> bool:
-    return not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
 
 
 class Wire:
@@ -287,34 +226,15 @@ class Wire:
     def __repr__(self) -> str:
         return f"<saas memory wire {self._base}>"
 
-    def _scrub(self, text: str) -> str:
-        secret = self._key.reveal()
-        return text.replace(secret, "[redacted]") if secret else text
-
     async def send(self, call: Call, *, absent_ok: bool = False) -> Any:
         """The decoded JSON answer (a list of objects for NDJSON); `ABSENT` for a 404 when `absent_ok`."""
         what = f"{call.method} {call.path}"
         headers = {"Authorization": f"Bearer {self._key.reveal()}"}
-        if call.json is not None:
-            headers["Content-Type"] = "application/json"
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = call.idempotency_key
-        try:
-            response = await self._client.request(
-                call.method, self._base + call.path, params=call.params,
-                content=orjson.dumps(call.json) if call.json is not None else None,
-                headers=headers, timeout=self._timeout,
-                follow_redirects=False,  # the key never follows a redirect anywhere
-            )
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeout(f"the SaaS memory API did not answer {what} within {self._timeout}s",
-                                  maybe_applied=_may_have_arrived(exc)) from exc
-        except httpx.HTTPError as exc:
-            log.warning("saas memory %s failed: %s", what, type(exc).__name__)
-            raise ProviderUnavailable(
-                f"the SaaS memory API could not be reached for {what}: {type(exc).__name__}",
-                maybe_applied=_may_have_arrived(exc),
-            ) from exc
+        response = await vendor_http.request(self._client, VENDOR, call.method, self._base + call.path, what=what,
+                                             headers=headers, within=self._timeout, key=self._key,
+                                             params=call.params, json=call.json)
         status = response.status_code
         if status == 404 and absent_ok:
             return ABSENT
@@ -322,21 +242,13 @@ class Wire:
             raise self._failure(what, response)
         if call.ndjson:
             return _ndjson(response.content)
-        if not response.content:
-            return None
-        try:
-            return orjson.loads(response.content)
-        except orjson.JSONDecodeError as exc:
-            raise ProviderUnavailable(f"the SaaS memory API answered {what} with something that is not JSON") from exc
+        return vendor_http.decoded(VENDOR, what, response.content)
 
     def _failure(self, what: str, response: httpx.Response) -> Exception:
         status, (code, message) = response.status_code, self._error(response)
         said = f"{code}: {message}" if message else code
-        if status == 429:
-            return ProviderRateLimited(f"the SaaS memory API is rate limiting {what}",
-                                       retry_after=_retry_after(response.headers.get("retry-after")))
-        if status in (401, 403):
-            return ProviderUnauthorized(f"the SaaS memory API refused memfed's credential for {what} ({status})")
+        if status in (401, 403, 429):
+            return vendor_http.failure(VENDOR, what, response, said)
         if code == E_RECORD_CAP:
             return RecordCapExceeded(f"the SaaS memory API refused the write: record_cap_exceeded (the tenant's "
                                      f"record cap is reached; nothing was stored or evicted): {message}")
@@ -347,9 +259,7 @@ class Wire:
             return Superseded(f"the SaaS memory API refused {what}: the record was superseded meanwhile")
         if code == E_EMPTY_SELECTOR:
             return EmptySelector(f"the SaaS memory API refused a forget without a selector ({said})")
-        if 400 <= status < 500:
-            return ProviderRejected(f"the SaaS memory API refused {what} ({status} {said})")
-        return ProviderUnavailable(f"the SaaS memory API failed {what} ({status} {said})")
+        return vendor_http.failure(VENDOR, what, response, said)
 
     def _error(self, response: httpx.Response) -> tuple[str, str]:
         """The `{"error": {"code", "message"}}` of a failure, redacted and cut short."""
@@ -363,7 +273,7 @@ class Wire:
         code = error.get("code")
         message = error.get("message")
         return (str(code) if isinstance(code, str) else "unknown",
-                " ".join(self._scrub(str(message)).split())[:200] if isinstance(message, str) else "")
+                vendor_http.redacted(message, self._key) if isinstance(message, str) else "")
 
 
 def _ndjson(content: bytes) -> list[Mapping[str, Any]]:

@@ -7,7 +7,11 @@ fused by reciprocal rank, as every provider fuses its signals.
 - What Zep can judge is asked of it: current facts only (`invalid_at`/`expired_at` is null) unless
   `include: all`; a type whose records are episodes by memfed's `memfed_type` key (v4 `metadata_filters`).
   The rest (`types` across kinds, `as_of`, v4's closing marks) is judged here on what comes back.
-- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing (emulated).
+- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing. A recall by
+  `filters` alone narrows the listing where that keeps every answer the same (`_listing`): no edges when
+  no fact can pass; on v4, `type` and the `filter_attributes` keys sent to an episodes-only listing and
+  `time.valid_from` to the edge listing (`_pushdown`), the candidates' chains then listed whole. Every
+  condition is judged here on what came back; `RecallAnswer.emulated` names what memfed judged alone.
 - A hit on a version that a later one closed is dropped (or, with `include: all`, read as its record's
   current version). Edges and v4 objects say so themselves; a v3 node or episode cannot, so its graph
   is listed once to know.
@@ -18,16 +22,19 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from adapters import filters as select
-from adapters.base import Condition, Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
+from adapters.base import Capabilities, Condition, Hit, ProviderUnavailable, RecallAnswer, RecallQuery, Record, Signal
+from adapters.zep import _pushdown
 from adapters.zep import _records as records
 from adapters.zep._http import NotFound
 from adapters.zep._reads import ZepReads, at_instant
 from adapters.zep._shapes import KINDS, DateCondition, Graph, Kind, ListFilters, SearchFilters
 
 RRF_K = 60
+CHAIN_IDS = 100  # record ids asked per chain listing
 _BY_TYPE: dict[str, Kind] = {"fact": "edge", "entity": "node"}
 
 
@@ -87,6 +94,10 @@ def listing_for(query: RecallQuery) -> tuple[tuple[Kind, ...], ListFilters]:
 
 class ZepRecall(ZepReads):
     variant: str
+    _filter_attributes: tuple[str, ...] = ()
+
+    def capabilities(self) -> Capabilities:
+        raise NotImplementedError
 
     async def _send(self, call: Any, *, absent_ok: bool = False) -> Any:
         raise NotImplementedError
@@ -94,11 +105,23 @@ class ZepRecall(ZepReads):
     async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
         for cond in query.filters:
             select.check(cond)  # refused before anything is asked of Zep
-        answered = await asyncio.gather(*(self._recall_one(m, query) for m in memory_ids))
+        pushed = self.pushdown(query)
+        answered = await asyncio.gather(*(self._recall_one(m, query, pushed) for m in memory_ids))
         lists = [ranked for per_memory in answered for ranked in per_memory]
-        return RecallAnswer(hits=tuple(_fused(lists, query.limit)))
+        # v3 declares the whole signal emulated (its capability document says so); v4 says it per recall.
+        emulated = pushed.emulated() if "filters" not in self.capabilities().emulated_signals else ()
+        return RecallAnswer(hits=tuple(_fused(lists, query.limit)), emulated=emulated)
 
-    async def _recall_one(self, memory_id: str, query: RecallQuery
+    def pushdown(self, query: RecallQuery) -> _pushdown.Pushdown:
+        """What of the recall's `filters` is sent to Zep: only on v4, only for a recall by `filters` alone
+        (a searched hit is read through a whole listing, which then judges the filters without another
+        call) whose listing holds episodes only (derived edges and nodes reference every kind)."""
+        kinds, listing = listing_for(query)
+        narrowed = self.variant == "v4" and not (query.query or query.text) and kinds == ("episode",)
+        return _pushdown.plan(query.filters, self._filter_attributes, narrowed=narrowed,
+                              types_listed=bool(listing.episode_types))
+
+    async def _recall_one(self, memory_id: str, query: RecallQuery, pushed: _pushdown.Pushdown
                           ) -> builtins.list[tuple[Signal, builtins.list[Record]]]:
         graph = await self._graph(memory_id)
         if graph is None:
@@ -116,7 +139,7 @@ class ZepRecall(ZepReads):
         loaded: dict[str, builtins.list[records.Version]] | None = None
         if query.filters or query.include == "all" or query.as_of is not None or (
                 self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
-            loaded = await self._load(memory_id, *listing_for(query))
+            loaded = await self._listing(memory_id, graph, query, pushed)
         out: list[tuple[Signal, list[Record]]] = []
         for (signal, kind, _), items in zip(searches, found, strict=True):
             ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]
@@ -128,6 +151,57 @@ class ZepRecall(ZepReads):
             matching.sort(key=select.order_key, reverse=True)
             out.append(("filters", _kept(matching, query)))
         return out
+
+    async def _listing(self, memory_id: str, graph: Graph, query: RecallQuery, pushed: _pushdown.Pushdown
+                       ) -> dict[str, builtins.list[records.Version]]:
+        """The records a recall reads through: the graph's listing, narrowed where a recall by `filters`
+        alone lets it be (`pushdown`)."""
+        kinds, listing = listing_for(query)
+        if query.query or query.text:
+            return await self._load(memory_id, kinds, listing)
+        if not _pushdown.admits_type(query.filters, query.types, "fact"):
+            # No other record references an edge (a derived one references nodes and episodes), so a
+            # recall whose every list excludes facts does not list them.
+            kinds = tuple(k for k in kinds if k != "edge")
+        listings = {kind: listing for kind in kinds}
+        chained: set[Kind] = set()
+        if pushed.groups:
+            listings["episode"] = replace(listing, metadata_groups=pushed.groups)
+            if pushed.needs_chains:
+                chained.add("episode")
+        if self.variant == "v4" and "edge" in kinds and (dates := _pushdown.edge_dates(query.filters)):
+            listings["edge"] = replace(listing, edge_dates=dates)  # a fact's versions may differ in valid_from
+            chained.add("edge")
+        if not chained and not pushed.groups:
+            return await self._load(memory_id, kinds, listing)
+        try:
+            listed = await asyncio.gather(*(self._listed(memory_id, graph, kind, kind_listing, kind in chained)
+                                            for kind, kind_listing in listings.items()))
+        except NotFound:
+            if await self._vanished(memory_id, graph):
+                return {}
+            raise
+        return self._chains(memory_id, dict(zip(listings, listed, strict=True)))
+
+    async def _listed(self, memory_id: str, graph: Graph, kind: Kind, listing: ListFilters, chained: bool
+                      ) -> builtins.list[dict[str, Any]]:
+        """The objects of `kind` Zep admits under `listing` and, when `chained`, every version of the
+        records among them (a second listing by `memfed_record`): a version filtered out may be the one
+        that closed a matching one, or the one `as_of` shows."""
+        found = await self._objects(graph, kind, listing)
+        if not chained:
+            return found
+        ids = sorted({v.record.id for item in found if (v := self._version(item, kind, memory_id))})
+        seen = {str(item["uuid"]) for item in found}
+        for at in range(0, len(ids), CHAIN_IDS):
+            batch = ids[at:at + CHAIN_IDS]
+            again = ListFilters(edge_properties=(_pushdown.edge_records_filter(batch),)) if kind == "edge" \
+                else ListFilters(metadata_groups=(_pushdown.record_ids_group(batch),))
+            for item in await self._objects(graph, kind, again):
+                if str(item["uuid"]) not in seen:
+                    seen.add(str(item["uuid"]))
+                    found.append(item)
+        return found
 
     async def _search(self, graph: Graph, kind: Kind, words: str, query: RecallQuery) -> builtins.list[dict[str, Any]]:
         call = self._dialect.search(graph, kind, words, max(query.limit, 10), filters_for(query, kind))

@@ -13,6 +13,12 @@ node's attributes (both variants read those back without metadata):
     memfed_pack     the version's other fields as one JSON string (title, content, attributes, references,
                     status, writer, times, follows)
 
+and, so that Zep can filter on them (`_pushdown`), `memfed_attr_<key>` for each attribute key the provider
+names in `filter_attributes` (two at most: v4's ten metadata keys hold these six, the two a close adds,
+`memfed_closed_at` and `superseded_by`, and these), when the value is a string of at most 200 characters
+or a number; the value stays in the pack too, which is what reads use. An object written before
+these keys existed reads the same, and a filter sent to Zep admits an object without the key.
+
 An object without them is Zep's own: an edge or node Zep derived from an episode, an episode another
 client wrote. It reads as a record written by `{kind: provider, id: zep}`, its id `hrec_` + the Zep UUID's
 hex (stable, reversible), and is never taken for a stated one.
@@ -26,12 +32,13 @@ import json
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 import orjson
 
+from adapters import clock
 from adapters.base import Part, Record, RecordStatus, RecordTime, Reference, Writer
+from adapters.records import words_of as render_text
 from adapters.version_format import BadMetadata, version_json, version_record
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, METADATA_KEYS, Carrier, Kind
 
@@ -39,7 +46,10 @@ RECORD_PREFIX = "hrec_"
 ZEP_WRITER = Writer(kind="provider", id="zep")
 KEYS = ("memfed_record", "memfed_memory", "memfed_version", "memfed_write", "memfed_type", "memfed_pack")
 CLOSED = "memfed_closed_at"  # v4's mark on a version a later one closed (attributes or metadata)
-assert len(KEYS) + 1 <= METADATA_KEYS
+CLOSE_KEYS = 2  # CLOSED and `superseded_by`
+MAX_FILTER_ATTRIBUTES = METADATA_KEYS - len(KEYS) - CLOSE_KEYS
+ATTR_PREFIX = "memfed_attr_"
+LONGEST_KEPT = 200  # a longer string is left to the pack: it would only repeat it
 
 
 @dataclass(frozen=True)
@@ -65,22 +75,21 @@ def record_id_for(write_id: str) -> str:
     return RECORD_PREFIX + hashlib.blake2b(write_id.encode(), digest_size=16).hexdigest()
 
 
-def render_text(record: Record) -> str:
-    """The words Zep embeds and searches: title, then each part's words; never empty."""
-    title = (record.title or "").strip()
-    pieces = [title] if title else []
-    for part in record.content:
-        words = (part.text or "").strip() or (part.file.name.strip() if part.file else "")
-        if words and words != title:
-            pieces.append(words)
-    return "\n\n".join(pieces) or f"({record.type})"
+
 
 
 def kind_of(record_type: str) -> Kind:
     return "edge" if record_type == "fact" else "node" if record_type == "entity" else "episode"
 
 
-def pack(record: Record) -> dict[str, Any]:
+def _filterable(value: Any) -> bool:
+    # No boolean: memfed never sends a condition on one (a vendor may take true for 1).
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (isinstance(value, str) and len(value) <= LONGEST_KEPT)
+
+
+def pack(record: Record, filter_attributes: Sequence[str] = ()) -> dict[str, Any]:
     fields = version_json(record)
     fields.pop("write_id", None)
     try:
@@ -89,8 +98,14 @@ def pack(record: Record) -> dict[str, Any]:
         packed = orjson.dumps(fields).decode()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the record cannot be stored at Zep: {exc}") from exc
-    return {"memfed_record": record.id, "memfed_memory": record.memory_id, "memfed_version": record.version,
-            "memfed_write": record.write_id or "", "memfed_type": record.type, "memfed_pack": packed}
+    keys: dict[str, Any] = {
+        "memfed_record": record.id, "memfed_memory": record.memory_id, "memfed_version": record.version,
+        "memfed_write": record.write_id or "", "memfed_type": record.type, "memfed_pack": packed}
+    for name in filter_attributes[:MAX_FILTER_ATTRIBUTES]:
+        value = record.attributes.get(name)
+        if value is not None and _filterable(value):
+            keys[ATTR_PREFIX + name] = value
+    return keys
 
 
 def episode_body(record: Record) -> tuple[str, str]:
@@ -109,13 +124,7 @@ def carried(item: Mapping[str, Any], carrier: Carrier) -> Mapping[str, Any] | No
     return found
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
+
 
 
 def stated(item: Mapping[str, Any], kind: Kind, carrier: Carrier, memory_id: str) -> Version | None:
@@ -155,7 +164,7 @@ def zeps_own(item: Mapping[str, Any], kind: Kind, memory_id: str,
         return None
     if kind == "episode" and item.get("source") == "fact_triple":
         return None
-    created = _time(item.get("created_at"))
+    created = clock.parse(item.get("created_at"))
     if created is None:
         return None
     refs: list[Reference] = []
@@ -173,14 +182,14 @@ def zeps_own(item: Mapping[str, Any], kind: Kind, memory_id: str,
         source = record_of(str(episode))
         if source:
             refs.append(Reference(memory_id, source, "derived_from"))
-    expired = _time(item.get("expired_at"))
+    expired = clock.parse(item.get("expired_at"))
     record = Record(
         id=derived_id(str(item["uuid"])), memory_id=memory_id,
         type={"edge": "fact", "node": "entity", "episode": "episode"}[kind],
         title=str(item.get("name")) if kind != "episode" and item.get("name") else None,
         content=(Part(type="text", text=text),), written_by=ZEP_WRITER,
-        time=RecordTime(written_at=created, valid_from=_time(item.get("valid_at")),
-                        valid_to=_time(item.get("invalid_at")), invalidated_at=expired),
+        time=RecordTime(written_at=created, valid_from=clock.parse(item.get("valid_at")),
+                        valid_to=clock.parse(item.get("invalid_at")), invalidated_at=expired),
         status="superseded" if expired is not None else "active",
         attributes={k: v for k, v in (item.get("attributes") or {}).items() if not str(k).startswith("memfed_")},
         references=tuple(refs),

@@ -69,9 +69,13 @@ class SearchFilters:
 @dataclass(frozen=True)
 class ListFilters:
     """The part of a `filters` recall Zep can judge on a listing: the record types an episode listing may
-    hold (`memfed_type`, v4 `metadata_filters`; v3 lists episodes unfiltered). Empty: no filter."""
+    hold (`memfed_type`, v4 `metadata_filters`; v3 lists episodes unfiltered) and v4 metadata filter
+    groups ANDed with it (`_pushdown`). Empty: no filter."""
 
     episode_types: tuple[str, ...] = ()
+    metadata_groups: tuple[Mapping[str, Any], ...] = ()
+    edge_dates: tuple[DateCondition, ...] = ()  # v4 `date_filters` (ANDed) on an edge listing
+    edge_properties: tuple[Mapping[str, Any], ...] = ()  # v4 `property_filters` on an edge listing
 
 
 @dataclass(frozen=True)

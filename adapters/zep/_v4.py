@@ -12,6 +12,7 @@ from adapters.zep._http import Call
 from adapters.zep._shapes import (
     SCOPE,
     Carrier,
+    DateCondition,
     Graph,
     Kind,
     ListFilters,
@@ -39,6 +40,13 @@ def _error(raw: Any) -> str | None:
     if isinstance(raw, Mapping):
         return str(raw.get("message") or raw.get("code") or "failed")
     return str(raw) if raw else None
+
+
+def _dates(all_of: Sequence[DateCondition]) -> dict[str, Any]:
+    """ANDed date conditions in v4's shape (an OR of ANDs)."""
+    return {"any_of": [{"all_of": [
+        {"field": c.field, "operator": c.operator, **({"value": iso(c.value)} if c.value else {})}
+        for c in all_of]}]}
 
 
 class V4:
@@ -150,9 +158,20 @@ class V4:
         if cursor:
             params["cursor"] = cursor
         body: dict[str, Any] = {}
-        if kind == "episode" and filters.episode_types:
-            body["filters"] = {"metadata_filters": {"type": "and", "filters": [
-                {"property_name": "memfed_type", "operator": "in", "value": list(filters.episode_types)}]}}
+        if kind == "episode" and (filters.episode_types or filters.metadata_groups):
+            group: dict[str, Any] = {"type": "and", "filters": [
+                {"property_name": "memfed_type", "operator": "in", "value": list(filters.episode_types)}
+            ] if filters.episode_types else []}
+            if filters.metadata_groups:
+                group["groups"] = [dict(g) for g in filters.metadata_groups]
+            body["filters"] = {"metadata_filters": group}
+        if kind == "edge" and (filters.edge_dates or filters.edge_properties):
+            wanted: dict[str, Any] = {}
+            if filters.edge_dates:
+                wanted["date_filters"] = _dates(filters.edge_dates)
+            if filters.edge_properties:
+                wanted["property_filters"] = [dict(f) for f in filters.edge_properties]
+            body["filters"] = wanted
         return Call("POST", f"/graphs/{graph.ref}/{_PATH[kind]}/list", params=params, json=body)
 
     def page_from(self, body: Any, headers: Mapping[str, str], kind: Kind) -> tuple[list[dict[str, Any]], str | None]:
@@ -162,9 +181,7 @@ class V4:
     def search(self, graph: Graph, kind: Kind, query: str, limit: int, filters: SearchFilters) -> Call:
         wanted: dict[str, Any] = {}
         if filters.date_all_of and kind == "edge":
-            wanted["date_filters"] = {"any_of": [{"all_of": [
-                {"field": c.field, "operator": c.operator, **({"value": iso(c.value)} if c.value else {})}
-                for c in filters.date_all_of]}]}
+            wanted["date_filters"] = _dates(filters.date_all_of)
         if filters.metadata_eq:
             wanted["metadata_filters"] = {"type": "and", "filters": [
                 {"property_name": k, "operator": "eq", "value": v} for k, v in filters.metadata_eq]}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -39,34 +38,45 @@ from adapters.base import (
     RecordNotFound,
     RecordTime,
     Revision,
+    Support,
     Unsupported,
     Writer,
 )
-from adapters.versioning import not_before, or_keep, refuse_following, revised
+from adapters.records import words_of as render_text
+from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
 from adapters.zep._dialect import DIALECTS
 from adapters.zep._graphs import Graphs
 from adapters.zep._http import Http, NotFound, Secret
 from adapters.zep._ingests import Ingests
+from adapters.zep._pushdown import ATTRIBUTE_NAME
 from adapters.zep._recall import ZepRecall
-from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, KINDS, Graph, Kind, NewEdge, Written, iso
+from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, KINDS, METADATA_KEYS, Graph, Kind, NewEdge, Written, iso
 from adapters.zep._tasks import settle
 
 log = logging.getLogger("memfed.adapters.zep")
 
 CLOUD_URL = "https://api.getzep.com"
-_OPTIONS = {"base_url", "variant", "timeout", "calls_at_once", "task_wait", "task_poll"}
+_OPTIONS = {"base_url", "variant", "timeout", "calls_at_once", "task_wait", "task_poll", "filter_attributes"}
 
 
-def _capabilities() -> Capabilities:
+def _capabilities(variant: str, filter_attributes: Sequence[str]) -> Capabilities:
+    # Zep's search is hybrid (BM25 with embeddings): words alone are not asked for on their own. v3
+    # listings take no filter, so memfed judges all of `filters`; v4 is sent `type` and the named
+    # attributes where it can judge them (`_pushdown`), and each answer's `degraded` says what memfed
+    # judged alone, so the signal is not declared emulated as a whole.
+    fields: tuple[tuple[str, Support], ...] = (("time.*", "emulated"), ("attributes.*", "emulated"))
+    if variant == "v4":
+        fields = (("type", "native"), *((f"attributes.{a}", "native") for a in filter_attributes), *fields)
+    else:
+        fields = (("type", "emulated"), *fields)
     return Capabilities(
         isolation="container",
         derivation="background",
         signals=("query", "text", "filters"),
-        # Zep's search is hybrid (BM25 with embeddings): words alone are not asked for on their own, and
-        # memfed's fields are judged on the graph's listing.
-        emulated_signals=("text", "filters"),
+        emulated_signals=("text",) if variant == "v4" else ("text", "filters"),
+        filter_fields=fields,
         keeps_episodes=True,
         observe_answers="job",
         history_content="versions",
@@ -82,15 +92,36 @@ def _capabilities() -> Capabilities:
     )
 
 
+def _option_names(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not all(isinstance(n, str) for n in raw):
+        raise ValueError("zep option 'filter_attributes' must be a list of attribute keys")
+    return tuple(raw)
+
+
+def _filter_attributes(names: Sequence[str]) -> tuple[str, ...]:
+    """The attribute keys kept as their own metadata keys; refused when more than the metadata keys left
+    can hold, or not a plain name (a Zep metadata key; a `degraded` token)."""
+    kept = tuple(dict.fromkeys(names))
+    if len(kept) > records.MAX_FILTER_ATTRIBUTES:
+        raise ValueError(f"zep option 'filter_attributes' names at most {records.MAX_FILTER_ATTRIBUTES} keys "
+                         f"(v4 keeps {METADATA_KEYS} metadata keys, memfed uses the others)")
+    bad = [n for n in kept if not ATTRIBUTE_NAME.fullmatch(n)]
+    if bad:
+        raise ValueError(f"zep option 'filter_attributes': {bad[0]!r} is not a key of letters, digits and _")
+    return kept
+
+
 class ZepProvider(ZepRecall, ZepDerivation):
     """A `Provider` over one Zep project, through API v4 or v3."""
 
     def __init__(self, client: httpx.AsyncClient, *, base_url: str, api_key: str,
                  variant: Literal["v4", "v3"] = "v4", timeout: float = 2.0, calls_at_once: int = 16,
-                 data_dir: Path | None = None, task_wait: float = 30.0, task_poll: float = 0.05) -> None:
+                 data_dir: Path | None = None, task_wait: float = 30.0, task_poll: float = 0.05,
+                 filter_attributes: Sequence[str] = ()) -> None:
         dialect = DIALECTS.get(variant)
         if dialect is None:
             raise ValueError(f"zep variant must be 'v4' or 'v3', not {variant!r}")
+        self._filter_attributes = _filter_attributes(filter_attributes)
         if not api_key:
             raise ValueError("zep needs an API key (api_key_env)")
         self.variant = variant
@@ -102,14 +133,15 @@ class ZepProvider(ZepRecall, ZepDerivation):
         self._ingesting = Ingests(data_dir)
         self._task_wait = task_wait
         self._task_poll = task_poll
-        self._capabilities = _capabilities()
+        self._capabilities = _capabilities(variant, self._filter_attributes)
 
     @classmethod
     async def from_config(cls, options: Mapping[str, Any], *, client: httpx.AsyncClient, data_dir: Path,
                           api_key: str | None) -> ZepProvider:
         """Options: `variant` (v4, the default, or v3), `base_url`, `timeout`, `calls_at_once` (HTTP calls
         to Zep at once from this provider: a recall searches each graph on its own), `task_wait` and
-        `task_poll` (seconds)."""
+        `task_poll` (seconds), `filter_attributes` (at most two attribute keys kept as their own metadata
+        keys on episodes so that v4 can filter on them; see docs/adapters.md)."""
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
             raise ValueError(f"unknown zep options: {', '.join(unknown)}")
@@ -119,7 +151,8 @@ class ZepProvider(ZepRecall, ZepDerivation):
         return cls(client, base_url=str(options.get("base_url") or CLOUD_URL), api_key=api_key or "",
                    variant=variant, timeout=float(options.get("timeout", 2.0)),
                    calls_at_once=int(options.get("calls_at_once", 16)), data_dir=data_dir,
-                   task_wait=float(options.get("task_wait", 30.0)), task_poll=float(options.get("task_poll", 0.05)))
+                   task_wait=float(options.get("task_wait", 30.0)), task_poll=float(options.get("task_poll", 0.05)),
+                   filter_attributes=_option_names(options.get("filter_attributes", ())))
 
     def __repr__(self) -> str:
         return f"ZepProvider(variant={self.variant!r}, http={self._http!r})"
@@ -145,7 +178,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
     async def _write(self, graph: Graph, version: Record, key: str, *, closing: bool = False) -> Written:
         """Create the object that holds `version`; `closing` makes a fact's edge invalid from creation."""
         try:
-            pack = records.pack(version)
+            pack = records.pack(version, self._filter_attributes)
         except ValueError as exc:
             raise ProviderRejected(str(exc)) from exc
         kind = records.kind_of(version.type)
@@ -153,14 +186,14 @@ class ZepProvider(ZepRecall, ZepDerivation):
             if kind == "edge":
                 at = version.time.written_at
                 source, target = await self._ends(graph, version)
-                edge = NewEdge(fact=records.render_text(version), name=_relation(version), source=source,
+                edge = NewEdge(fact=render_text(version), name=_relation(version), source=source,
                                target=target, valid_at=version.time.valid_from,
                                invalid_at=(version.time.valid_to or at) if closing else version.time.valid_to,
                                expired_at=at if closing else None, pack=pack)
                 return self._dialect.edges_written(await self._send(self._dialect.add_edges(graph, [edge], key)))[0]
             if kind == "node":
-                name = (version.title or records.render_text(version))[:200]
-                summary = "" if closing else records.render_text(version)
+                name = (version.title or render_text(version))[:200]
+                summary = "" if closing else render_text(version)
                 call = self._dialect.add_node(graph, name, "Entity", summary, pack, key)
                 return self._dialect.node_written(await self._send(call))
             data, type_ = ('{"memfed":"forgotten"}', "json") if closing else records.episode_body(version)
@@ -269,11 +302,9 @@ class ZepProvider(ZepRecall, ZepDerivation):
         refuse_following(cur, "forgotten")
         if cur.status == "forgotten":
             return cur
-        when = not_before(at, cur.time.written_at)
-        tombstone = replace(cur, version=cur.version + 1, supersedes=cur.version, status="forgotten",
-                            written_by=by, time=replace(cur.time, written_at=when, invalidated_at=None),
-                            write_id=write_id)
-        return await self._next(memory_id, record_id, tombstone, write_id, closing=True, invalid_at=when)
+        forgotten = tombstone(cur, by=by, at=at, write_id=write_id)
+        return await self._next(memory_id, record_id, forgotten, write_id, closing=True,
+                                invalid_at=forgotten.time.written_at)
 
     async def find_write(self, memory_id: str, write_id: str, *, record_id: str | None = None) -> Record | None:
         """The version a write made, read from memfed's keys at Zep (`FindsWrites`)."""

@@ -39,7 +39,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -449,5 +449,3 @@ def worker_for(services: Services) -> Worker | None:
     return _workers.get(id(services))
 
 
-def episode_now() -> datetime:
-    return datetime.now(UTC)

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from adapters.base import (
     ErasureIncomplete,
     Provider,
-    ProviderError,
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderTimeout,
-    RecordNotFound,
-    Unsupported,
 )
-from gateway.errors import ApiError, record_not_found, unavailable, unsupported
-from gateway.federation.breaker import CircuitOpen
-from gateway.federation.providers import Missed, ProviderHandle
+from gateway.errors import ApiError, unavailable
+from gateway.federation.failures import provider_failure
+from gateway.federation.providers import ProviderHandle
 from gateway.state.tree import MemoryNode
 
 if TYPE_CHECKING:
@@ -45,44 +38,6 @@ async def on_provider(services: Services, node: MemoryNode, fn: Callable[[Provid
         raise  # what was erased before the failure is the erase route's to report (api/records.py)
     except Exception as exc:
         raise provider_failure(node, exc) from None
-
-
-def provider_failure(node: MemoryNode, exc: Exception) -> ApiError:
-    """The chapter's error for what a provider call raised."""
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, RecordNotFound):
-        return record_not_found()
-    if isinstance(exc, Unsupported):
-        return unsupported(str(exc) or "The memory's provider does not support this operation.")
-    if isinstance(exc, ProviderRateLimited | CircuitOpen):
-        # A breaker resting after a 429 rests as long as the vendor said: the caller is told when to come back.
-        error = unavailable(node.provider, exc.reason)
-        wait = exc.retry_after_header() if isinstance(exc, CircuitOpen) else (
-            str(max(1, math.ceil(exc.retry_after))) if exc.retry_after else None)
-        if wait is not None:
-            error.headers = {"Retry-After": wait}
-            error.detail = {**error.detail, "retry_after": int(wait)}
-        return error
-    if isinstance(exc, Missed) and exc.reason == "busy":
-        # Every slot of the provider was taken for longer than a call may wait: not the vendor failing.
-        error = unavailable(node.provider, "busy")
-        error.headers = {"Retry-After": "1"}
-        error.detail = {**error.detail, "retry_after": 1}
-        return error
-    if isinstance(exc, ProviderTimeout):
-        return unavailable(node.provider, "timeout")
-    if isinstance(exc, ProviderRejected):
-        # What a provider refuses as invalid is, as far as the gateway can tell, the request's doing
-        # (a cursor it did not issue, a value it cannot hold): the caller can correct it.
-        return ApiError(422, "memory_invalid", f"The memory's provider refused the request: {exc}",
-                        detail={"provider": node.provider, "reason": "rejected"})
-    if isinstance(exc, ProviderError):
-        return unavailable(node.provider, exc.reason)
-    # An adapter bug must not become a 500 with a stack trace; it is logged and answered as a
-    # provider failure.
-    log.error("provider %s raised unexpectedly", node.provider, exc_info=exc)
-    return unavailable(node.provider, "adapter_error")
 
 
 async def resolve_record_id(services: Services, memory_id: str, record_id: str) -> str | None:

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from gateway import limits
 from gateway.answers import JSONAnswer
-from gateway.errors import ApiError
+from gateway.errors import ApiError, invalid
 from gateway.federation.writes import WriteIntent
 from gateway.identity.auth import Principal, authenticate, unauthenticated
 from gateway.ids import new_id
@@ -218,8 +218,8 @@ def _check_idempotency_key(request: Request) -> None:
     """A key given is 1 to 255 characters, as /openapi.json says: an empty one is not "no key"."""
     given = request.headers.get("idempotency-key")
     if given is not None and not 1 <= len(given) <= 255:
-        raise ApiError(422, "memfed_invalid_request", "An Idempotency-Key is 1 to 255 characters.",
-                       param="Idempotency-Key")
+        raise invalid("An Idempotency-Key is 1 to 255 characters.", param="Idempotency-Key",
+                      code="memfed_invalid_request")
 
 
 def _parse_query(endpoint: Endpoint, request: Request) -> BaseModel | None:

@@ -28,10 +28,10 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import write_intent
 from gateway.api.agent_models import Observe, PrimeQuery
 from gateway.api.guard import require
-from gateway.api.records import now, parts_from, writer_for
+from gateway.api.records import parts_from, writer_for
 from gateway.api.render import Reader, reader, record_json, written_json
 from gateway.api.responses_agent import JobOut, ObservationOut, PrimeOut
-from gateway.clock import now_ms
+from gateway.clock import now, now_ms
 from gateway.errors import ApiError, unsupported
 from gateway.state.harnesses import Placed
 from gateway.state.tree import MemoryNode

@@ -17,7 +17,7 @@ from gateway.api.models import Strict
 from gateway.api.responses_admin import AuditList, VerificationOut
 from gateway.audit import AuditQuery
 from gateway.audit.query import InvalidCursor
-from gateway.errors import ApiError
+from gateway.errors import admin_only, bad_cursor
 from gateway.limits import Instant
 from policies import access, reach
 
@@ -39,9 +39,8 @@ async def read_log(call: Call) -> dict[str, Any]:
     scope: frozenset[str] | None = None
     if not call.authenticated().is_admin:
         if not query.memory_id:
-            raise ApiError(403, "memfed_admin_required",
-                           "Only administrators read the whole log; give memory_id of a memory you hold delete on.",
-                           param="memory_id")
+            raise admin_only("Only administrators read the whole log; give memory_id of a memory you hold delete on.",
+                             param="memory_id")
         require(call, query.memory_id, "delete", "audit.read")
         tree = call.services.store.tree
         scope = frozenset(m for m, _level, privileges in access.walk_down(tree, call.authenticated().principals,
@@ -62,8 +61,8 @@ async def read_log(call: Call) -> dict[str, Any]:
     await call.services.audit.flush()  # what was decided up to this request, not up to the last batch
     try:
         entries, next_cursor = await call.services.audit.query(filters, query.cursor, query.limit)
-    except (InvalidCursor, ValueError) as exc:
-        raise ApiError(422, "memfed_invalid_request", str(exc), param="cursor") from None
+    except InvalidCursor:
+        raise bad_cursor("memfed_invalid_request") from None
     if scope is not None:
         entries = [_hide_unseen(call, e) for e in entries]
     return {"object": "list", "data": entries, "next": next_cursor}
@@ -73,11 +72,7 @@ def _hide_unseen(call: Call, entry: dict[str, Any]) -> dict[str, Any]:
     """A reason names the grants that decided, often on nodes above the reader's subtree: it is cut at
     the reader's reach (policies/reach.py), so a grant up there is only "inherited from above your reach"."""
     tree, principals = call.services.store.tree, call.authenticated().principals
-
-    def seen(memory_id: str) -> bool:
-        return tree.exists(memory_id) and bool(access.effective(tree, principals, memory_id))
-
-    return {**entry, "reason": reach.cut_reason(entry["reason"], seen)}
+    return {**entry, "reason": reach.cut_reason(entry["reason"], lambda m: reach.sees(tree, principals, m))}
 
 
 async def verify_log(call: Call) -> dict[str, Any]:

@@ -16,7 +16,6 @@ it appends, so history keeps both the run and its reversal.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -25,19 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from adapters import cursors
 from adapters.base import Provider, ProviderError, ProviderRejected, Unsupported, Writer
 from adapters.consolidation import CHANGE_KINDS, Change, ConsolidatingProvider, Reversal, RunOutcome
 from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Page, Strict
-from gateway.api.records import now
 from gateway.api.responses_agent import ChangeList, RunList, RunOut
-from gateway.clock import now_ms, rfc3339_or_none
-from gateway.errors import ApiError, invalid, unsupported
+from gateway.clock import now, now_ms, rfc3339_or_none
+from gateway.errors import ApiError, bad_cursor, busy, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
-from gateway.limits import cursor_number
 from gateway.state.consolidations import Busy, Run
 from gateway.state.tree import MemoryNode
 
@@ -65,7 +63,7 @@ def _instant(moment: datetime | None) -> str | None:
 
 
 def _busy(run_id: str, message: str = "A consolidation run is changing this memory.") -> ApiError:
-    return ApiError(409, "memory_busy", message, detail={"consolidation_id": run_id})
+    return busy(message, detail={"consolidation_id": run_id})
 
 
 def _consolidating(services: Services, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
@@ -116,7 +114,7 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
     """Claim the memory for a new run and write its row as `running`; the run as written."""
     services = call.services
     if services.store.claims.deleting(node.id):  # its records are being dropped: a run would outlive them
-        raise ApiError(409, "memory_busy", "This memory is being deleted.")
+        raise busy("This memory is being deleted.")
     if node.id in services.busy:
         raise _busy(services.busy[node.id])
     run_id = new_id("consolidation")
@@ -225,27 +223,25 @@ async def start(call: Call) -> dict[str, Any]:
 # --------------------------------------------------------------------------- reads
 
 
-def _encode(started_at: int, run_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{started_at}:{run_id}".encode()).decode()
+RUNS, CHANGES = "consolidation.runs", "consolidation.changes"
 
 
-def _decode(cursor: str) -> tuple[int, str]:
+def _position(listing: str, cursor: str, shape: tuple[type, ...]) -> tuple[Any, ...]:
     try:
-        stamp, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        return cursor_number(stamp), run_id
-    except (ValueError, UnicodeDecodeError):
-        raise invalid("The cursor is not one this server gave.", param="cursor") from None
+        return cursors.decode(listing, cursor, shape)
+    except cursors.InvalidCursor:
+        raise bad_cursor() from None
 
 
 async def list_runs(call: Call) -> dict[str, Any]:
     query = call.query_as(Page)
     node = require(call, call.path["memory_id"], "read", "consolidations.list")
-    before = _decode(query.cursor) if query.cursor else None
+    before = _position(RUNS, query.cursor, (int, str)) if query.cursor else None
     rows = await call.services.store.consolidations.page(node.id, before, query.limit + 1)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     return {"object": "list", "data": [run_json(r) for r in rows],
-            "next": _encode(rows[-1].started_at, rows[-1].id) if more else None}
+            "next": cursors.encode(RUNS, (rows[-1].started_at, rows[-1].id)) if more else None}
 
 
 async def get_run(call: Call) -> dict[str, Any]:
@@ -259,16 +255,13 @@ async def list_changes(call: Call) -> dict[str, Any]:
     run = await _run_row(call.services, node.id, call.path["run_id"])
     after = -1
     if query.cursor:
-        try:
-            after = cursor_number(base64.urlsafe_b64decode(query.cursor.encode()).decode())
-        except (ValueError, UnicodeDecodeError):
-            raise invalid("The cursor is not one this server gave.", param="cursor") from None
+        (after,) = _position(CHANGES, query.cursor, (int,))
     rows = await call.services.store.consolidations.written(run.id, after=after, limit=query.limit + 1)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     data = [{"object": "memory.consolidation.change", "run_id": run.id, "record_id": r.record_id, "kind": r.kind,
              "version": r.version, "reverted": r.reverted} for r in rows]
-    following = base64.urlsafe_b64encode(str(rows[-1].seq).encode()).decode() if more else None
+    following = cursors.encode(CHANGES, (rows[-1].seq,)) if more else None
     return {"object": "list", "data": data, "next": following}
 
 

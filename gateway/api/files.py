@@ -11,7 +11,7 @@ from starlette.formparsers import MultiPartParser
 from gateway import limits
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses import StoredFileOut
-from gateway.errors import ApiError
+from gateway.errors import ApiError, file_not_found, invalid
 
 # What a multipart form adds around the file's bytes (boundaries, part headers, a `purpose` field).
 FORM_OVERHEAD = 64 * 1024
@@ -49,7 +49,7 @@ async def upload(call: Call) -> dict[str, Any]:
 async def _save(call: Call, form: FormData, limit: int, too_large: Callable[[], ApiError]) -> dict[str, Any]:
     upload_part = form.get("file")
     if not isinstance(upload_part, UploadFile):
-        raise ApiError(422, "memfed_invalid_request", "A `file` part is required.", param="file")
+        raise invalid("A `file` part is required.", param="file", code="memfed_invalid_request")
     data = await upload_part.read(limit + 1)
     if len(data) > limit:
         raise too_large()
@@ -64,7 +64,7 @@ async def _save(call: Call, form: FormData, limit: int, too_large: Callable[[], 
 async def get_file(call: Call) -> dict[str, Any]:
     stored = await call.services.files.get(call.path["file_id"])
     if stored is None or stored.owner != call.authenticated().principal:
-        raise ApiError(404, "memfed_file_not_found", "No such file.", param="file_id")
+        raise file_not_found("file_id")
     return stored.document()
 
 

@@ -10,7 +10,7 @@ from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
 from gateway.api.responses import GrantDeleted, GrantList, GrantOut
 from gateway.errors import ApiError, invalid
-from policies import access
+from policies import access, reach
 from policies.access import Grant
 
 
@@ -27,12 +27,7 @@ async def list_grants(call: Call) -> dict[str, Any]:
     require(call, memory_id, "read", "grants.list")
     tree = call.services.store.tree
     principals = call.authenticated().principals
-    grants: list[dict[str, Any]] = []
-    for node in access.explain(tree, principals, memory_id).path:  # up to the cutoff, bounded
-        if not access.effective(tree, principals, node):
-            break
-        grants.extend(grant_json(g) for g in tree.grants_on(node))
-    return page_json(grants, None)
+    return page_json([grant_json(g) for g in reach.grants_in_reach(tree, principals, memory_id)], None)
 
 
 async def create_grant(call: Call) -> dict[str, Any]:

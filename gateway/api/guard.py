@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from gateway.api._endpoint import Call
-from gateway.errors import ApiError, admin_only, invalid, memory_forbidden, memory_not_found
+from gateway.errors import ApiError, admin_only, busy, invalid, memory_forbidden, memory_not_found
 from gateway.state.tree import MemoryNode
 from gateway.state.tree_writes import TreeRefused
 from policies import access
@@ -63,5 +63,5 @@ def tree_refusal(refused: TreeRefused) -> ApiError:
     if refused.kind == "not_found":
         return memory_not_found()
     if refused.kind == "busy":
-        return ApiError(409, "memory_busy", refused.message)
+        return busy(refused.message)
     return invalid(refused.message, param="parent_id")

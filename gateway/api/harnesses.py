@@ -20,11 +20,11 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.agent import log_prime, observe_episodes, prime_memory
 from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery, Turn
 from gateway.api.guard import require_admin
-from gateway.api.records import now, parts_from, writer_for
+from gateway.api.records import parts_from, writer_for
 from gateway.api.render import page_json, reader
 from gateway.api.responses import HarnessList, HarnessOut
 from gateway.api.responses_agent import HarnessMemoriesOut, HarnessPrimeOut, TurnOut
-from gateway.clock import now_ms
+from gateway.clock import now, now_ms
 from gateway.errors import ApiError, invalid
 from gateway.ids import new_id
 from gateway.state.harnesses import Harness

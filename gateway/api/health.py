@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses_admin import LiveOut, ReadyOut
-from gateway.errors import ApiError
+from gateway.errors import ApiError, method_not_allowed, route_not_found
 
 if TYPE_CHECKING:
     from gateway.services import Services
@@ -99,8 +99,7 @@ class ReadinessGate:
         path, phase = scope["path"], self.readiness.phase
         if path in ("/healthz", "/readyz"):
             if scope["method"] not in ("GET", "HEAD"):
-                answer = ApiError(405, "memfed_method_not_allowed", "This route takes GET.",
-                                  headers={"Allow": "GET, HEAD"}).response()
+                answer = method_not_allowed("This route takes GET.", allow="GET, HEAD").response()
             elif path == "/healthz":
                 answer = JSONAnswer({"status": "ok"})
             else:
@@ -123,7 +122,7 @@ class ReadinessGate:
 
 
 async def _answered_by_the_gate(call: Call) -> dict[str, Any]:
-    raise ApiError(404, "memfed_route_not_found", "No such route.")  # the gate answers these paths first
+    raise route_not_found()  # the gate answers these paths first
 
 
 # Declared for the OpenAPI document only: ReadinessGate answers both paths before any route is reached.

@@ -11,7 +11,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
-from gateway.errors import ApiError
+from gateway.errors import ApiError, group_not_found, member_not_found
 from gateway.identity.auth import unauthenticated
 from gateway.state.directory import GroupRow, Member
 
@@ -32,7 +32,7 @@ def member_json(member: Member, groups: tuple[str, ...], keys: list[str] | None 
 def _member_or_404(call: Call) -> Member:
     member = call.services.store.member(call.path["member_id"])
     if member is None:
-        raise ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
+        raise member_not_found()
     return member
 
 
@@ -89,10 +89,10 @@ def _group_and_member(call: Call) -> tuple[GroupRow, str]:
     store = call.services.store
     group = store.group(call.path["group_id"])
     if group is None:
-        raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
+        raise group_not_found()
     member = store.member(call.path["member_id"])
     if member is None:
-        raise ApiError(404, "memfed_member_not_found", "No such member.", param="member_id")
+        raise member_not_found()
     return group, member.id
 
 
@@ -106,7 +106,7 @@ async def get_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.get")
     group = call.services.store.group(call.path["group_id"])
     if group is None:
-        raise ApiError(404, "memfed_group_not_found", "No such group.", param="group_id")
+        raise group_not_found()
     return _group_json(call, group)
 
 

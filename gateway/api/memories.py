@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from adapters import cursors
 from adapters.base import Provider
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
@@ -13,27 +13,27 @@ from gateway.api.guard import require, require_admin, require_visible, tree_chan
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
 from gateway.api.responses import MemoryDeleted, MemoryList, MemoryOut
-from gateway.errors import ApiError, invalid, memory_not_found, unsupported
-from gateway.limits import cursor_number
+from gateway.errors import bad_cursor, invalid, memory_not_found, unsupported
 from gateway.state.tree import MemoryNode
 from policies import access
 
+LISTING = "memories"
+
 
 def encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+    return cursors.encode(LISTING, (offset,))
 
 
 def decode_cursor(cursor: str | None) -> int:
     if not cursor:
         return 0
     try:
-        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        offset = cursor_number(value)
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(422, "memory_invalid", "The cursor is not one this server gave.", param="cursor") from None
-    if kind != "o" or offset < 0:
-        raise ApiError(422, "memory_invalid", "The cursor is not one this server gave.", param="cursor")
-    return offset
+        (offset,) = cursors.decode(LISTING, cursor, (int,))
+    except cursors.InvalidCursor:
+        raise bad_cursor() from None
+    if offset < 0:
+        raise bad_cursor()
+    return int(offset)
 
 
 async def render_memories(call: Call, nodes: Sequence[MemoryNode]) -> list[dict[str, Any]]:

@@ -15,12 +15,12 @@ from typing import Any
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
-from gateway.api._calls import provider_failure
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.api.responses_admin import ImportOut, MigrationOut, MigrationProgressOut
-from gateway.errors import ApiError
+from gateway.errors import ApiError, internal_error, invalid, memory_not_found
+from gateway.federation.failures import provider_failure
 from gateway.migration import jobs as migration
 from gateway.migration import progress
 from gateway.migration.export_format import MEDIA_TYPE, dumps
@@ -43,14 +43,15 @@ def _api_error(error: migration.CopyError) -> ApiError:
     param = detail.pop("param", None)
     if error.code == "memory_not_found":
         param = "memory_id"
-    return ApiError(_STATUS.get(error.code, 503), error.code, error.message, param=param, detail=detail or None)
+    return ApiError(error.status or _STATUS.get(error.code, 503), error.code, error.message, param=param,
+                    detail=detail or None, headers=error.headers)
 
 
 def _memory(call: Call, operation: str) -> str:
     require_admin(call, operation)
     memory_id = call.path["memory_id"]
     if call.services.store.tree.get(memory_id) is None:
-        raise ApiError(404, "memory_not_found", "No such memory.", param="memory_id")
+        raise memory_not_found()
     return memory_id
 
 
@@ -66,7 +67,7 @@ async def migrate(call: Call) -> dict[str, Any]:
         progress.finish(entry, error=failure.envelope()["error"])
         raise failure from None
     except BaseException:
-        progress.finish(entry, error={"code": "memfed_internal_error", "message": "The migration stopped."})
+        progress.finish(entry, error=internal_error("The migration stopped.").envelope()["error"])
         raise
     document = report.document()
     progress.finish(entry, report=document)
@@ -115,7 +116,7 @@ def _provider_error(call: Call, memory_id: str, exc: Exception) -> ApiError:
     """What an export's provider call raised, as every route answers it (api/_calls.py)."""
     node = call.services.store.tree.get(memory_id)
     if node is None:
-        return ApiError(404, "memory_not_found", "No such memory.", param="memory_id")
+        return memory_not_found()
     return provider_failure(node, exc)
 
 
@@ -130,7 +131,7 @@ async def import_(call: Call) -> dict[str, Any]:
     try:
         report = await migration.import_records(call.services, memory_id, bytes(raw).split(b"\n"))
     except migration.LineError as error:
-        raise ApiError(422, "memory_invalid", str(error), param="line", detail={"line": error.line}) from None
+        raise invalid(str(error), param="line", detail={"line": error.line}) from None
     except migration.CopyError as error:
         raise _api_error(error) from None
     return report.document()

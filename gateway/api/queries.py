@@ -33,7 +33,7 @@ from gateway.api.query_models import (
     declared,
     validate_params,
 )
-from gateway.api.render import page_json, place_json, reader, record_json
+from gateway.api.render import page_json, reader, recall_json, recall_result_json
 from gateway.api.responses_agent import QueryDeleted, QueryList, QueryOut, QueryResultOut
 from gateway.clock import now_ms
 from gateway.errors import ApiError, invalid, unsupported
@@ -79,8 +79,7 @@ async def run_on(call: Call, node: MemoryNode,
         try:
             return await fn(cast(QueryingProvider, provider))
         except QueryParamError as exc:
-            raise ApiError(422, "memory_invalid", f"params.{exc.param}: {exc}",
-                           param=f"params.{exc.param}") from None
+            raise invalid(f"params.{exc.param}: {exc}", param=f"params.{exc.param}") from None
 
     return await on_provider(call.services, node, ask, read=True)
 
@@ -100,23 +99,14 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
                 "rows": [list(r) for r in result.rows], "degraded": degraded}
     tree = call.services.store.tree
     principals = call.authenticated().principals
-    place = {"id": node.id, "name": node.name}
     # No ranking and no signal produced these: score is null and why is empty.
     shown = reader(call, "queries.reference")
-    results: list[dict[str, Any]] = [
-        {"record": record_json(r, shown, node.id), "memory": place, "score": None, "why": []}
-        for r in result.records
-    ]
+    results = [recall_result_json(r, shown, node.id, None, ()) for r in result.records]
     around = access.readable_neighbours(tree, principals, node.id)
     parent = tree.get(around.parent) if around.parent is not None else None
     children = [c for c in (tree.get(i) for i in around.children) if c is not None]
     counts = await record_counts(call.services, [n for n in [parent, *children] if n is not None], call)
-    out: dict[str, Any] = {"object": "memory.recall", "results": results,
-                           "children": [place_json(c, counts.get(c.id)) for c in children],
-                           "degraded": degraded, "abstain": False}
-    if parent is not None:
-        out["parent"] = place_json(parent, counts.get(parent.id))
-    return out
+    return recall_json(results, parent, children, counts, degraded, abstain=False)
 
 
 # ------------------------------------------------------------------ routes

@@ -22,7 +22,7 @@ from jsonschema.exceptions import SchemaError, best_match
 from pydantic import Field
 
 from gateway.api.models import Strict
-from gateway.errors import ApiError, invalid
+from gateway.errors import invalid
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}\Z")
 MAX_BODY = 20_000
@@ -122,5 +122,4 @@ def validate_params(schema: dict[str, Any], params: dict[str, Any]) -> None:
         known = set(declared(schema))
         name = next((k for k in params if k not in known), "")
     param = f"params.{name}" if name else "params"
-    raise ApiError(422, "memory_invalid", f"{param}: {error.message}", param=param,
-                   detail={"validator": str(error.validator)})
+    raise invalid(f"{param}: {error.message}", param=param, detail={"validator": str(error.validator)})

@@ -14,7 +14,7 @@ from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
-from gateway.api.render import place_json, reader, record_json
+from gateway.api.render import reader, recall_json, recall_result_json
 from gateway.api.responses import RecallOut
 from gateway.errors import invalid
 from gateway.federation import fanout as federation
@@ -100,32 +100,15 @@ async def recall(call: Call) -> dict[str, Any]:
         counts = await counting
     for name, ms in answer.timings.items():  # each provider's time, beside the total, in Server-Timing
         call.timings["provider." + _TOKEN.sub("_", name)] = ms
-    results = []
     shown = reader(call, "recall.reference")
-    for fed in answer.hits:
-        record = fed.hit.record
-        place = tree.get(record.memory_id)
-        results.append({
-            "record": record_json(record, shown),
-            "memory": {"id": record.memory_id, "name": place.name if place else None},
-            "score": fed.score,
-            "why": list(fed.hit.why),
-            **({"x.memfed": fed.parts.as_json()} if fed.parts else {}),
-        })
+    results = [recall_result_json(fed.hit.record, shown, fed.hit.record.memory_id, fed.score, fed.hit.why,
+                                  fed.parts.as_json() if fed.parts else None) for fed in answer.hits]
     pending = [*((entries.entry("children", "counts_pending"),) if any(counts.get(c.id) is None for c in child_nodes)
                  else ()),
                *((entries.entry("parent", "count_pending"),) if parent_node and counts.get(parent_node.id) is None
                  else ())]
-    out: dict[str, Any] = {
-        "object": "memory.recall",
-        "results": results,
-        "children": [place_json(c, counts.get(c.id)) for c in child_nodes],
-        "degraded": list(covered.degraded) + list(answer.degraded) + pending,
-        "abstain": answer.abstain,
-    }
-    if parent_node is not None:
-        out["parent"] = place_json(parent_node, counts.get(parent_node.id))
-    return out
+    return recall_json(results, parent_node, child_nodes, counts,
+                       list(covered.degraded) + list(answer.degraded) + pending, answer.abstain)
 
 
 ENDPOINTS = [

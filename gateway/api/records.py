@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from starlette.responses import Response
@@ -33,7 +32,8 @@ from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import Reader, page_json, reader, record_json, unavailable_references, written_json
 from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
-from gateway.errors import ApiError, invalid, unavailable, unsupported
+from gateway.clock import now
+from gateway.errors import ApiError, file_not_found, invalid, part_not_found, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
 # What a refused reference in a rendered record is audited as (gateway/api/render.py `reader`).
@@ -42,10 +42,6 @@ REFERENCE = "records.reference"
 
 def writer_for(call: Call) -> Writer:
     return Writer("member", call.authenticated().member_id, call.authenticated().type)
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
 
 
 async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] | None) -> tuple[Part, ...]:
@@ -63,7 +59,7 @@ async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] |
         if part.type == "file" and part.file is not None:
             stored = await call.services.files.get(part.file.id)
             if stored is None or stored.owner != call.authenticated().principal:
-                raise ApiError(404, "memfed_file_not_found", "No such file.", param=f"content.{index}.file.id")
+                raise file_not_found(f"content.{index}.file.id")
             if not any(fnmatch.fnmatch(stored.media_type, pattern) for pattern in media):
                 raise unsupported(f"The memory's provider does not keep {stored.media_type} files.",
                                   param=f"content.{index}.file")
@@ -266,11 +262,11 @@ async def content_bytes(call: Call) -> Response:
     raw_index = call.path["index"]
     index = limits.ascii_index(raw_index)
     if index is None or not 0 <= index < len(record.content) or record.content[index].file is None:
-        raise ApiError(404, "memfed_part_not_found", "This record has no file part at that index.", param="index")
+        raise part_not_found("This record has no file part at that index.")
     part_file = record.content[index].file
     data = await call.services.files.read(part_file.id) if part_file else None
     if data is None or part_file is None:
-        raise ApiError(404, "memfed_part_not_found", "The bytes of this part are no longer kept.", param="index")
+        raise part_not_found("The bytes of this part are no longer kept.")
     return Response(data, media_type=part_file.media_type,
                     headers={"content-disposition": f'attachment; filename="{part_file.id}"'})
 

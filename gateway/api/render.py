@@ -7,7 +7,7 @@ and child counts count only the children the reader can see.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -145,3 +145,24 @@ def unavailable_references(record: Record, tree: Tree, principals: frozenset[str
 
 def page_json(items: Iterable[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:
     return {"object": "list", "data": list(items), "next": next_cursor}
+
+
+def recall_result_json(record: Record, reader: Reader, memory_id: str, score: float | None, why: Iterable[str],
+                       extension: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One result of a recall answer (§6.3): the record, the memory it was found in, its score and why."""
+    place = reader.tree.get(memory_id)
+    return {"record": record_json(record, reader, memory_id),
+            "memory": {"id": memory_id, "name": place.name if place else None},
+            "score": score, "why": list(why), **({"x.memfed": extension} if extension is not None else {})}
+
+
+def recall_json(results: list[dict[str, Any]], parent: MemoryNode | None, children: Sequence[MemoryNode],
+                counts: Mapping[str, int | None], degraded: list[Any], abstain: bool) -> dict[str, Any]:
+    """The recall answer (§6.3), whoever found its results (a recall, or a stored query's records): the
+    results, the places to go next with their record counts, what was degraded, and whether it abstained."""
+    out: dict[str, Any] = {"object": "memory.recall", "results": results,
+                           "children": [place_json(c, counts.get(c.id)) for c in children],
+                           "degraded": degraded, "abstain": abstain}
+    if parent is not None:
+        out["parent"] = place_json(parent, counts.get(parent.id))
+    return out

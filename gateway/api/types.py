@@ -26,9 +26,10 @@ from gateway.api._calls import handle_for, on_provider, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_visible
 from gateway.api.models import Strict
-from gateway.api.records import now, render_written, writer_for
+from gateway.api.records import render_written, writer_for
 from gateway.api.responses import OperationOut
 from gateway.api.responses_admin import TypeList
+from gateway.clock import now
 from gateway.errors import ApiError, invalid, unsupported
 
 if TYPE_CHECKING:

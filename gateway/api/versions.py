@@ -6,6 +6,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway.errors import bad_request
+
 SUPPORTED_VERSIONS = ("2026-10-04",)
 DEFAULT_VERSION = "2026-10-04"
 HEADER = b"uhp-version"
@@ -36,13 +38,10 @@ class VersionMiddleware:
 
 
 async def _refuse(send: Send, asked: str) -> None:
-    body = json.dumps({"error": {
-        "type": "invalid_request_error",
-        "code": "unsupported_protocol_version",
-        "message": "This server does not speak the UHP version asked for in UHP-Version.",
-        "param": "UHP-Version",
-        "detail": {"requested": asked[:50], "supported": list(SUPPORTED_VERSIONS)},
-    }}).encode()
+    body = json.dumps(bad_request("This server does not speak the UHP version asked for in UHP-Version.",
+                                  param="UHP-Version", code="unsupported_protocol_version",
+                                  detail={"requested": asked[:50], "supported": list(SUPPORTED_VERSIONS)})
+                      .envelope()).encode()
     await send({"type": "http.response.start", "status": 400, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"uhp-version", DEFAULT_VERSION.encode()),

@@ -11,22 +11,18 @@ are authenticated when written to the journal (gateway.audit.journal); these are
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from gateway.audit.chain import canonical_json, coverage_digest
 from gateway.audit.query import stamp
+from gateway.clock import now, rfc3339_us
 
 ID_CAP, REASON_CAP, GROUPS_CAP = 256, 2048, 1000  # longer values are cut, marked with "…"
 SET_ITEMS, SET_BYTES = 1000, 256 * 1024  # a coverage set's size: its journal line stays well inside a chunk
 MAX_LINE = 512 * 1024  # a journal line (the reader takes the journal a megabyte at a time)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +41,7 @@ class DecisionEntry:
     privilege: str | None
     allowed: bool
     reason: str
-    at: datetime = field(default_factory=_now)
+    at: datetime = field(default_factory=now)
     client_request_id: str | None = None  # the x-request-id a client sent, kept beside the gateway's own
 
 
@@ -129,7 +125,8 @@ def _line_json(e: Any, cap: bool = False, coverage: str | None = None) -> bytes:
         client = getattr(e, "client_request_id", None)
         client = text(client) if client is not None else None
     except Exception as exc:
-        row = [time.time_ns() // 1000, "", "", [], "audit.unencodable", None, None, 0, f"unencodable decision: {exc!r}"]
+        at = round(now().timestamp() * 1_000_000)
+        row = [at, "", "", [], "audit.unencodable", None, None, 0, f"unencodable decision: {exc!r}"]
         client = None
     if coverage or client is not None:
         row.append(coverage or None)
@@ -147,19 +144,6 @@ def _cut(value: Any, cap: int) -> str:
     return s if s.isascii() else s.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates
 
 
-_SECONDS: dict[int, str] = {}
-
-
-def _at(us: int) -> str:
-    """RFC 3339 UTC with milliseconds from epoch microseconds (the date part cached per second)."""
-    second, rest = divmod(us, 1_000_000)
-    if (prefix := _SECONDS.get(second)) is None:
-        if len(_SECONDS) > 256:
-            _SECONDS.clear()
-        prefix = _SECONDS[second] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    return f"{prefix}.{rest // 1000:03d}Z"
-
-
 def item(raw: bytes) -> tuple[Any, ...]:
     """A journal line (without its newline) -> the entry's stored fields, in ITEM order. Raises on a bad line."""
     if raw[:1] != b"[":
@@ -170,7 +154,7 @@ def item(raw: bytes) -> tuple[Any, ...]:
         if (b"\x00" not in raw and len(reason) <= REASON_CAP and len(groups) <= GROUPS_CAP
                 and max(len(request_id), len(principal), len(operation), len(memory_id), len(privilege),
                         *map(len, groups)) <= ID_CAP):  # fmt: skip
-            return (_at(int(us)), request_id, principal, groups, operation, memory_id or None, privilege or None,
+            return (rfc3339_us(int(us)), request_id, principal, groups, operation, memory_id or None, privilege or None,
                     "allow" if allowed == "1" else "deny", reason, *coverage)
         fields: list[Any] = [int(us), request_id, principal, groups, operation, memory_id or None,
                              privilege or None, allowed == "1", reason]  # fmt: skip
@@ -181,7 +165,7 @@ def item(raw: bytes) -> tuple[Any, ...]:
     kept = [_cut(g, ID_CAP) for g in list(groups)[:GROUPS_CAP]]
     if len(groups) > GROUPS_CAP:
         kept.append(f"…{len(groups) - GROUPS_CAP} more")
-    return (_at(round(us)), _cut(request_id, ID_CAP), _cut(principal, ID_CAP), kept, _cut(operation, ID_CAP),
+    return (rfc3339_us(round(us)), _cut(request_id, ID_CAP), _cut(principal, ID_CAP), kept, _cut(operation, ID_CAP),
             _cut(memory_id, ID_CAP) if memory_id else None, _cut(privilege, ID_CAP) if privilege else None,
             "allow" if allowed else "deny", _cut(reason, REASON_CAP), *coverage)
 
@@ -207,4 +191,4 @@ def _optional(more: list[Any]) -> tuple[Any, ...]:
 
 def marker(operation: str, reason: str) -> tuple[Any, ...]:
     """An entry the log writes about itself (operation `audit.*`), so its own trouble is on the chain."""
-    return (stamp(_now()), "", "memfed:audit", [], operation, None, None, "deny", reason)
+    return (stamp(now()), "", "memfed:audit", [], operation, None, None, "deny", reason)

@@ -9,8 +9,6 @@ each coverage set beside the entry naming it, so it can be verified without the 
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,10 +17,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters import cursors
 from gateway.audit.chain import COVERED, FIELDS
 from gateway.audit.store import coverage_items_table, decode_covers, entries_table, link, load_coverage
 from gateway.clock import rfc3339
-from gateway.limits import cursor_number
 
 DECISIONS = ("allow", "deny")
 ENTRY = (*FIELDS, "client_request_id", "part", "coverage")  # a decision as a reader gets it
@@ -56,8 +54,7 @@ class AuditQuery:
                 and (self.decision is None or decision["decision"] == self.decision))  # fmt: skip
 
 
-class InvalidCursor(ValueError):
-    """A pagination cursor this log did not hand out (or one for the other order)."""
+InvalidCursor = cursors.InvalidCursor  # a cursor this log did not hand out (or one for the other order)
 
 
 def stamp(at: datetime) -> str:
@@ -65,20 +62,20 @@ def stamp(at: datetime) -> str:
     return rfc3339(at)
 
 
+def _listing(newest_first: bool) -> str:
+    # Each order is its own listing: a position is "after" in one and "before" in the other.
+    return "audit.newest" if newest_first else "audit.oldest"
+
+
 def _cursor(seq: int, part: int, newest_first: bool) -> str:
-    raw = f"{'d' if newest_first else 'a'}:{seq}:{part}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode(_listing(newest_first), (seq, part))
 
 
 def _position(cursor: str, newest_first: bool) -> tuple[int, int]:
-    try:
-        kind, *numbers = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")
-        seq, part = (cursor_number(numbers[0]), cursor_number(numbers[1]) if len(numbers) > 1 else 0)
-    except (ValueError, IndexError, UnicodeDecodeError, binascii.Error) as exc:
-        raise InvalidCursor("malformed cursor") from exc
-    if kind != ("d" if newest_first else "a") or seq < 0 or part < 0 or len(numbers) > 2:
-        raise InvalidCursor("cursor does not belong to this listing order")
-    return seq, part
+    seq, part = cursors.decode(_listing(newest_first), cursor, (int, int))
+    if seq < 0 or part < 0:
+        raise InvalidCursor("invalid cursor")
+    return int(seq), int(part)
 
 
 def _conditions(f: AuditQuery) -> list[sa.ColumnElement[bool]]:

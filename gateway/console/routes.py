@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.console.sessions import COOKIE, CSRF_HEADER, Session, Sessions, csrf_ok
-from gateway.errors import ApiError
+from gateway.errors import ApiError, cross_origin, invalid, route_not_found
 from gateway.identity.auth import resolve_token
 
 if TYPE_CHECKING:
@@ -73,11 +73,11 @@ class Console:
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if ".." in name.split("/") or name.startswith("/"):
-            return ApiError(404, "memfed_route_not_found", "No such route.").response()
+            return route_not_found().response()
         file = _static_root().joinpath(*name.split("/"))
         suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
         if suffix not in STATIC_TYPES or not file.is_file():
-            return ApiError(404, "memfed_route_not_found", "No such route.").response()
+            return route_not_found().response()
         return Response(file.read_bytes(), media_type=STATIC_TYPES[suffix])
 
     # ------------------------------------------------------------------ session
@@ -87,7 +87,7 @@ class Console:
 
     async def sign_in(self, request: Request) -> Response:
         if not _same_origin(request):
-            return ApiError(403, "memfed_console_cross_origin", "Sign-in from another origin is refused.").response()
+            return cross_origin("Sign-in from another origin is refused.").response()
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return ApiError(415, "memfed_invalid_request", "Send the credential as JSON.").response()
         try:
@@ -96,8 +96,8 @@ class Console:
             body = None
         credential = body.get("credential") if isinstance(body, dict) else None
         if not isinstance(credential, str) or not credential.strip() or len(credential) > 8192:
-            return ApiError(422, "memfed_invalid_request", "Give `credential`: an API key or an OIDC token.",
-                            param="credential").response()
+            return invalid("Give `credential`: an API key or an OIDC token.", param="credential",
+                           code="memfed_invalid_request").response()
         try:
             principal = await resolve_token(credential.strip(), self._services())
         except ApiError as error:  # e.g. the identity provider's keys cannot be fetched
@@ -142,9 +142,9 @@ class Console:
         if session is None:
             error = signed_out()
         elif not forwarded.startswith("/v1/"):
-            error = ApiError(404, "memfed_route_not_found", "No such route.")
+            error = route_not_found()
         elif request.method not in SAFE_METHODS and not _same_origin(request):
-            error = ApiError(403, "memfed_console_cross_origin", "A change from another origin is refused.")
+            error = cross_origin("A change from another origin is refused.")
         elif request.method not in SAFE_METHODS and not csrf_ok(session, request.headers.get(CSRF_HEADER)):
             error = csrf_refused()
         else:

@@ -111,6 +111,7 @@ async def recall(
         ranked_by[name] = ranking
         abstentions.append(answer.abstain)
         degraded.extend(entries.provider_entry(name, d) for d in answer.degraded)
+        degraded.extend(entries.provider_entry(name, entries.entry(s, "emulated")) for s in answer.emulated)
     degraded[emulations_at:emulations_at] = emulation_notes(query, {n: providers[n].capabilities() for n in tasks})
     if method == "uniform":
         merged = scoring.merge(query.query or query.text, ranked_by,
@@ -173,4 +174,6 @@ async def _ask(handle: ProviderHandle, memory_ids: Sequence[str], query: RecallQ
     degraded = tuple(sorted({d for a in answers for d in a.degraded}))
     if failures:
         degraded += (entries.entry("partial", f"{len(failures)}_of_{len(memory_ids)}_memories_failed"),)
-    return RecallAnswer(tuple(merged[: query.limit]), all(a.abstain for a in answers), degraded), len(memory_ids)
+    emulated = tuple(dict.fromkeys(s for a in answers for s in a.emulated))
+    return RecallAnswer(tuple(merged[: query.limit]), all(a.abstain for a in answers), degraded,
+                        emulated), len(memory_ids)

@@ -28,7 +28,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from adapters import degraded as entries
-from adapters.base import NewRecord, Page, Provider, Record, RecordNotFound, Reference, Revision
+from adapters.base import NewRecord, Page, Provider, ProviderError, Record, RecordNotFound, Reference, Revision
+from gateway.federation.failures import failure_for
 from gateway.federation.providers import ProviderHandle
 
 T = TypeVar("T")
@@ -198,11 +199,25 @@ PAGE = 100
 class CopyError(Exception):
     """A copy that cannot go on, as the chapter's error `code` (memory_unsupported, memory_busy, ...)."""
 
-    def __init__(self, code: str, message: str, detail: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: str, message: str, detail: dict[str, Any] | None = None, *, status: int | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.detail = detail or {}
+        self.status = status  # None: the status of `code`; set where the provider error map chose it
+        self.headers = headers or {}
+
+    @classmethod
+    def of_provider(cls, provider: str | None, exc: ProviderError, message: str,
+                    detail: dict[str, Any] | None = None) -> CopyError:
+        """A provider's failure during a copy, answered as every route answers it (federation.failures): its
+        code, status, reason and Retry-After, with the copy's own message. `provider` None: not known which
+        of the two providers of a migration failed."""
+        failure = failure_for(provider or "", exc)
+        found = {k: v for k, v in (failure.detail or {}).items() if k != "provider" or provider is not None}
+        return cls(failure.code, message, {"reason": exc.reason, **found, **(detail or {})}, status=failure.status,
+                   headers=failure.headers)
 
 
 async def every_record(source: ProviderHandle, memory_id: str) -> list[Record]:

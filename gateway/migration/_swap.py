@@ -299,10 +299,10 @@ def _as_copy_error(exc: Exception) -> CopyError:
     if isinstance(exc, CopyError):
         return exc
     if isinstance(exc, Unsupported):  # the provider cannot do it at all (a memory it cannot list whole)
-        return CopyError("memory_unsupported", f"{exc}. The binding is unchanged.", {"reason": exc.reason})
+        return CopyError.of_provider(None, exc, f"{exc}. The binding is unchanged.")
     if isinstance(exc, ProviderError):
-        return CopyError("memory_unavailable", f"A provider failed while copying ({exc.reason}): {exc}. The "
-                         "binding is unchanged; run the migration again to resume.", {"reason": exc.reason})
+        return CopyError.of_provider(None, exc, f"A provider failed while copying ({exc.reason}): {exc}. The "
+                                     "binding is unchanged; run the migration again to resume.")
     if isinstance(exc, RecordNotFound):
         return CopyError("memory_unavailable", "A record vanished while it was copied. The binding is unchanged; "
                          "run the migration again to resume.", {"reason": "record_vanished"})

@@ -166,11 +166,16 @@ async def import_records(services: Services, memory_id: str, lines: Iterable[str
                 if item.new_id is not None:
                     await services.files.attach(node.id, item.new_id, _file_ids([item]))
             await services.files.unpin(node.id, pin)
-        except (ProviderError, RecordNotFound) as exc:
-            reason = exc.reason if isinstance(exc, ProviderError) else "record_vanished"
-            raise CopyError("memory_unavailable", f"The memory's provider failed during the import ({reason}); "
-                            "what was written is kept and the same lines can be imported again to finish.",
-                            {"provider": node.provider, "reason": reason, "import": report.document()}) from exc
+        except ProviderError as exc:
+            raise CopyError.of_provider(
+                node.provider, exc, f"The memory's provider failed during the import ({exc.reason}); what was "
+                "written is kept and the same lines can be imported again to finish.",
+                {"import": report.document()}) from exc
+        except RecordNotFound as exc:
+            raise CopyError("memory_unavailable", "The memory's provider failed during the import "
+                            "(record_vanished); what was written is kept and the same lines can be imported again "
+                            "to finish.", {"provider": node.provider, "reason": "record_vanished",
+                                           "import": report.document()}) from exc
     report.imported = outcome.records_written
     report.versions_written = outcome.versions_written
     report.degraded = outcome.degraded

@@ -8,8 +8,9 @@ next one starts there. A swap run with `memfed migrate` shows its own progress b
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
+
+from gateway.clock import now, rfc3339
 
 if TYPE_CHECKING:
     from gateway.services import Services
@@ -56,4 +57,4 @@ def read(services: Services, memory_id: str) -> dict[str, Any] | None:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return rfc3339(now(), "seconds")

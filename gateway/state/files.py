@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from adapters.base import Part
 from gateway.clock import now_ms
-from gateway.errors import ApiError
+from gateway.errors import ApiError, file_not_found
 from gateway.ids import new_id
 from gateway.state import file_uses
 from gateway.state import schema as t
@@ -123,8 +123,7 @@ class FileStore:
             try:
                 await file_uses.pin(self.store.engine, memory_id, named, token)
             except FileGone as gone:
-                raise ApiError(404, "memfed_file_not_found", f"No such file: {gone.file_id}.",
-                               param="content") from None
+                raise file_not_found("content", f"No such file: {gone.file_id}.") from None
         return token
 
     async def attach(self, memory_id: str, record_id: str, file_ids: Iterable[str]) -> None:

@@ -11,13 +11,13 @@ the API's no-op ones, so the calls cost next to nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMeterProvider, Observation
 
 from gateway import __version__
+from gateway.clock import now_ms
 
 if TYPE_CHECKING:
     from gateway.services import Services
@@ -133,5 +133,5 @@ def audit_flushed(seconds: float) -> None:
 
 
 def outbox_sampled(pending: int, oldest_created_ms: int | None) -> None:
-    age = max(0.0, time.time() - oldest_created_ms / 1000) if oldest_created_ms is not None else 0.0
+    age = max(0.0, (now_ms() - oldest_created_ms) / 1000) if oldest_created_ms is not None else 0.0
     _current.outbox = (pending, age)

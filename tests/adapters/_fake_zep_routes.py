@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuidlib
+from datetime import datetime
 from typing import Any
 
 METADATA_KEYS = 10
@@ -188,12 +189,15 @@ def _add_edge(fake: Any, g: str, e: dict[str, Any]) -> dict[str, Any]:
 
 
 # What each v4 listing accepts under `filters` (the SDK's EdgeListFilters, NodeListFilters and
-# EpisodeListFilters); an unknown field is 400 unsupported_filter. Of these the fake judges
-# `metadata_filters` (the only one memfed sends to a listing); any other is refused as unsupported here
-# rather than silently ignored.
+# EpisodeListFilters); an unknown field is 400 unsupported_filter. The fake judges `metadata_filters` (an
+# episode's metadata), `date_filters` (an OR of ANDs over the edge's own times), `property_filters` (ANDed,
+# over an edge's or node's attributes), `edge_types` and `node_labels` (a node's); any other field it
+# does not judge is refused as unsupported rather than silently ignored.
 _LIST_FILTERS = {"episodes": {"metadata_filters", "mentioned_node_uuids", "content_policy_violated"},
                  "edges": {"metadata_filters", "date_filters", "edge_types", "property_filters", "node_labels"},
                  "nodes": {"metadata_filters", "date_filters", "property_filters", "node_labels"}}
+_JUDGED = {"episodes": {"metadata_filters"}, "edges": {"date_filters", "edge_types", "property_filters"},
+           "nodes": {"property_filters", "node_labels"}}
 
 
 def _list_filters(kind: str, filters: Any) -> Any:
@@ -201,11 +205,27 @@ def _list_filters(kind: str, filters: Any) -> Any:
         return lambda _: True
     if not isinstance(filters, dict):
         raise Refusal(400, "invalid_request", "filters must be an object")
-    unknown = set(filters) - _LIST_FILTERS[kind]
-    if unknown or set(filters) - {"metadata_filters"}:
+    if set(filters) - _LIST_FILTERS[kind] or set(filters) - _JUDGED[kind]:
         raise Refusal(400, "unsupported_filter", f"unsupported filter: {', '.join(sorted(set(filters)))}")
-    group = filters["metadata_filters"]
-    return lambda item: _metadata_ok(item.get("metadata") or {}, group)
+
+    def admitted(item: dict[str, Any]) -> bool:
+        if "metadata_filters" in filters and not _metadata_ok(item.get("metadata") or {}, filters["metadata_filters"]):
+            return False
+        if "date_filters" in filters and not _dates_ok(item, filters["date_filters"]):
+            return False
+        if any(not _meta_one(item.get("attributes") or {}, f) for f in filters.get("property_filters") or []):
+            return False
+        if "edge_types" in filters and item.get("name") not in filters["edge_types"]:
+            return False
+        return "node_labels" not in filters or bool(set(filters["node_labels"]) & set(item.get("labels") or []))
+
+    return admitted
+
+
+def _dates_ok(item: dict[str, Any], dates: Any) -> bool:
+    groups = (dates or {}).get("any_of") or []
+    return not groups or any(all(_date_ok(item, c["field"], c["operator"], c.get("value")) for c in group["all_of"])
+                             for group in groups)
 
 
 def _metadata_ok(meta: dict[str, Any], group: dict[str, Any]) -> bool:
@@ -244,7 +264,15 @@ def _meta_one(meta: dict[str, Any], f: dict[str, Any]) -> bool:
         return False
 
 
+def _instant(value: Any) -> datetime:
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError as exc:
+        raise Refusal(400, "invalid_request", f"not an RFC 3339 timestamp: {value!r}") from exc
+
+
 def _date_ok(item: dict[str, Any], field: str, op: str, value: Any) -> bool:
+    """A temporal field compared as an instant (Zep compares timestamps, not their spelling)."""
     have = item.get(field)
     if op in ("is_null", "IS NULL"):
         return have is None
@@ -252,8 +280,10 @@ def _date_ok(item: dict[str, Any], field: str, op: str, value: Any) -> bool:
         return have is not None
     if have is None:
         return False
-    return {"eq": have == value, "ne": have != value, "gt": have > value, "lt": have < value,
-            "gte": have >= value, "lte": have <= value}.get(op, False)
+    at, want = _instant(have), _instant(value)
+    op = {"=": "eq", "<>": "ne", ">": "gt", "<": "lt", ">=": "gte", "<=": "lte"}.get(op, op)
+    return {"eq": at == want, "ne": at != want, "gt": at > want, "lt": at < want,
+            "gte": at >= want, "lte": at <= want}.get(op, False)
 
 
 def _search(fake: Any, g: str, scope: str, body: dict[str, Any], limit: int) -> list[dict[str, Any]]:
@@ -267,9 +297,7 @@ def _search(fake: Any, g: str, scope: str, body: dict[str, Any], limit: int) -> 
         if item["graph_uuid"] != g:
             continue
         if scope == "edges":
-            groups = (filters.get("date_filters") or {}).get("any_of") or []
-            if groups and not any(all(_date_ok(item, c["field"], c["operator"], c.get("value"))
-                                      for c in group["all_of"]) for group in groups):
+            if not _dates_ok(item, filters.get("date_filters")):
                 continue
             if any(v3.get(f) and not any(all(_date_ok(item, f, c["comparison_operator"], c.get("date"))
                                               for c in ands) for ands in v3[f])

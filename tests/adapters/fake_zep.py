@@ -18,8 +18,10 @@ What the vendor does, the fake does:
 - lists page with `next_cursor` (v4) or the `Zep-Next-Cursor` header (v3); v3 episodes come `lastn`.
 - search ranks by word overlap (a share of the question's words), drops what shares none, and applies
   `date_filters`, `metadata_filters` (and/or groups, every operator), `node_labels` (v4) and
-  `search_filters` (v3) as documented; a v4 listing applies `filters.metadata_filters` and answers another
-  filter field with 400 `unsupported_filter` (the fake judges no other on a listing).
+  `search_filters` (v3) as documented, times compared as instants; a v4 listing applies
+  `filters.metadata_filters` (episodes), `date_filters`, `property_filters` (over attributes), `edge_types`
+  (edges) and `node_labels` (nodes), and answers another filter field with 400 `unsupported_filter`.
+  `listed` counts the objects listings and searches answered (the candidates sent back).
 - `fail(mode, times, when)` makes calls fail: 500, a timeout, a refused connection, or 429 with
   `retry-after: 60` as the free plans answer; `latency` delays every answer.
 """
@@ -54,6 +56,16 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
+def _objects_in(answer: Any) -> int:
+    """How many graph objects a listing or search answer holds (v4 `items`, v3 arrays or named arrays)."""
+    if isinstance(answer, list):
+        return len(answer)
+    if isinstance(answer, dict):
+        return sum(len(v) for k, v in answer.items() if k in ("items", "edges", "nodes", "episodes")
+                   and isinstance(v, list))
+    return 0
+
+
 def _uuid() -> str:
     return str(uuidlib.uuid4())
 
@@ -80,6 +92,7 @@ class FakeZep:
     episodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[httpx.Request] = field(default_factory=list)
+    listed: int = 0  # objects answered by listings and searches: the candidates memfed was sent
     _failures: list[_Failure] = field(default_factory=list)
     _keys: dict[str, tuple[int, Any]] = field(default_factory=dict)
     _born: dict[str, float] = field(default_factory=dict)
@@ -209,6 +222,10 @@ class FakeZep:
             status, answer, headers = refusal.status, self._error(refusal.code, refusal.message), {}
         if self.variant == "v4" and key and request.method != "GET" and status < 500:
             self._keys[key] = (status, answer)
+        graph_objects = (path.endswith("/list") and not path.endswith("/graphs/list")) or "/search" in path \
+            or path.count("/graph/") >= 2  # v3 lists a graph's objects under graph/<kind>/graph/<id>
+        if status == 200 and graph_objects:
+            self.listed += _objects_in(answer)
         return httpx.Response(status, json=answer, headers=headers)
 
     def _error(self, code: str, message: str) -> dict[str, Any]:

@@ -114,7 +114,11 @@ def test_capability_document_has_every_key_of_section_10_2(provider: Provider) -
         "searches_many_memories": caps.searches_many_memories,
         "records_per_memory": caps.records_per_memory,
         "data_location": caps.data_location,
+        **({"filters": dict(caps.filter_fields)} if caps.filter_fields else {}),
     }
+    assert all(support in ("native", "emulated") for _, support in caps.filter_fields)
+    if "filters" in caps.emulated_signals:
+        assert all(support == "emulated" for _, support in caps.filter_fields), "a field said native, all emulated"
 
 
 # --------------------------------------------------------------------------- remember, get, list

@@ -1,7 +1,8 @@
 """memfed's `filters` on a Zep memory: what Zep can judge is asked of its listing, the rest judged here.
 
-memfed's fields ride in one packed key on edges and nodes, so only the record type is addressable at
-Zep, on episodes (`memfed_type` in their metadata, v4 `metadata_filters`). A recall whose every list can
+The record type is addressable at Zep on episodes (`memfed_type` in their metadata, v4
+`metadata_filters`; the attribute keys a provider names and facts' `valid_from` are in
+test_zep_pushdown.py). A recall whose every list can
 hold only episode types (its `type` conditions and `types`) lists the graph's episodes alone, asking v4 for
 those types; anything else lists all three kinds, since Zep's derived edges and nodes reference the
 objects they came from. Every condition is still judged by memfed on what comes back."""

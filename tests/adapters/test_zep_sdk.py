@@ -152,7 +152,7 @@ def sdk_call(request: httpx.Request) -> Sdk:
 async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> None:
     fake = FakeZep("v4", task_polls=2)
     stamps = Stamps()
-    async with zep_provider("v4", fake) as zep:
+    async with zep_provider("v4", fake, filter_attributes=("account",)) as zep:
         ada = await zep.remember(M1, stamps.record("Ada Lovelace.", type="entity", title="Ada"))
         fact = await zep.remember(M1, stamps.record("Ada works at Acme.", type="fact", references=(
             Reference(M1, ada.id, "subject"),), valid_from=stamps.tick(), write_id="hwr_" + "b" * 32))
@@ -164,6 +164,12 @@ async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> 
         await zep.recall([M1], RecallQuery(query="Ada works", types=("note",)))
         await zep.recall([M1], RecallQuery(query="Ada works"))
         await zep.recall([M1], RecallQuery(filters=(Condition("type", "in", ["note", "procedure"]),)))
+        await zep.remember(M1, stamps.record("Acme renews.", type="note", attributes={"account": "acme"}))
+        # sent to Zep: the attribute as metadata_filters groups, then the candidates' chains by record id
+        await zep.recall([M1], RecallQuery(filters=(Condition("type", "in", ["note"]),
+                                                    Condition("attributes.account", "in", ["acme", "x"]))))
+        # the edge listing with date_filters on valid_at, then the facts' chains by property_filters
+        await zep.recall([M1], RecallQuery(filters=(Condition("time.valid_from", "lte", stamps.tick().isoformat()),)))
         await zep.neighbourhood(M1, fact.id, 2)
         await zep.erase(M1, [fact.id])
         await zep.drop_memory(M1)
@@ -171,6 +177,10 @@ async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> 
     operations = {(r.method, "/".join("{id}" if len(s) == 36 else s for s in r.url.path.split("/")))
                   for r in fake.requests}
     assert len(operations) >= 15, sorted(operations)
+    pushed = [r.content.decode() for r in fake.requests if r.url.path.endswith("/episodes/list") and r.content]
+    assert any("memfed_attr_account" in p for p in pushed) and any('"memfed_record"' in p for p in pushed)
+    edges = [r.content.decode() for r in fake.requests if r.url.path.endswith("/edges/list") and r.content]
+    assert any('"date_filters"' in e for e in edges) and any('"property_filters"' in e for e in edges)
     for request in fake.requests:
         theirs = await through_sdk(sdk_call(request), fake)
         mine, sdk = shape(request), shape(theirs)

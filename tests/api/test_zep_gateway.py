@@ -157,3 +157,31 @@ async def test_filters_on_a_zep_memory_are_judged_by_memfed_and_said_so(three: T
 
     assert [r["record"]["id"] for r in body["results"]] == [acme["id"]]
     assert "provider:zep:filters:emulated" in body["degraded"]
+
+
+async def test_filters_zep_judges_are_not_said_emulated_and_the_rest_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `filter_attributes = ["account"]`, a recall by `type` and `attributes.account` is judged by
+    Zep (v4 metadata_filters) and memfed: no emulation said for zep; adding `attributes.region` names that
+    field alone (once, over the two zep memories asked one by one); the providers document says per field
+    what Zep judges."""
+    async with three_providers(tmp_path, monkeypatch, zep_options={"filter_attributes": ["account"]}) as made:
+        gw = made.gw
+        memory = await gw.root("Accounts", provider="zep")
+        acme = await remember(gw, memory["id"], {"content": "Renews in March.",
+                                                 "attributes": {"account": "acme", "region": "eu"}})
+        await remember(gw, memory["id"], {"content": "Renews in May.", "attributes": {"account": "globex"}})
+        # a second zep memory below: the recall asks zep once per memory and merges what each judged
+        await gw.child(gw.admin, memory["id"], "Leads", provider="zep")
+        asked = [{"field": "type", "op": "in", "value": ["note"]},
+                 {"field": "attributes.account", "op": "eq", "value": "acme"}]
+        sent = (await gw.admin.post(f"/v1/memories/{memory['id']}/recall", json={"filters": asked})).json()
+        mixed = (await gw.admin.post(f"/v1/memories/{memory['id']}/recall", json={"filters": [
+            *asked, {"field": "attributes.region", "op": "eq", "value": "eu"}]})).json()
+        documents = (await gw.admin.get("/v1/memories/providers")).json()["data"]
+    assert [r["record"]["id"] for r in sent["results"]] == [acme["id"]] == [r["record"]["id"] for r in mixed["results"]]
+    assert not [d for d in sent["degraded"] if d.startswith("provider:zep:")]
+    assert [d for d in mixed["degraded"] if d.startswith("provider:zep:")] == [
+        "provider:zep:filters.attributes.region:emulated"]
+    zep = next(d for d in documents if d["id"] == "zep")
+    assert zep["x.memfed"]["filters"]["attributes.account"] == "native" and "filters" not in zep["recall"]["emulated"]

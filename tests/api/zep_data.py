@@ -39,14 +39,14 @@ def routed(zep: FakeZep, mem0: FakeMem0) -> httpx.AsyncClient:
 
 @asynccontextmanager
 async def three_providers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, zep_timeout: float = 2.0,
-                          **zep_fields: Any) -> AsyncIterator[Three]:
+                          zep_options: dict[str, Any] | None = None, **zep_fields: Any) -> AsyncIterator[Three]:
     zep, mem0 = FakeZep("v4", **zep_fields), FakeMem0("oss")
     monkeypatch.setenv(ZEP_KEY_ENV, zep.api_key)
     monkeypatch.setenv(MEM0_KEY_ENV, mem0.api_key or "")
     config = make_config(tmp_path, providers={
         "m0": {"adapter": "mem0", "variant": "oss", "base_url": mem0.base_url, "api_key_env": MEM0_KEY_ENV},
         "zep": {"adapter": "zep", "base_url": zep.base_url, "api_key_env": ZEP_KEY_ENV, "timeout": zep_timeout,
-                "task_poll": 0.001, "failure_threshold": 3, "reset_after": 30}})
+                "task_poll": 0.001, "failure_threshold": 3, "reset_after": 30, **(zep_options or {})}})
     async with running_gateway(config, http_client=routed(zep, mem0)) as gateway:
         yield Three(gateway, zep, mem0)
 

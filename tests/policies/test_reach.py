@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+
 from policies import access, reach
 from policies.access import Grant
-from tests.policies.tree_model import world_from
+from policies.reach import grants_in_reach, held_anywhere, sees
+from tests.policies.strategies import callers, worlds
+from tests.policies.tree_model import World, ref_effective, world_from
 
 ROOT, MID, LEAF = "hmem_" + "a" * 32, "hmem_" + "b" * 32, "hmem_" + "c" * 32
 WORLD = world_from([(ROOT, None), (MID, ROOT), (LEAF, MID)], restricted=[MID],
@@ -44,3 +48,30 @@ def test_a_reason_of_another_shape_names_no_hidden_memory() -> None:
     text = "allowed by " + access.Contribution(odd).describe()
     assert ROOT not in reach.cut_reason(text, lambda m: m != ROOT)
     assert reach.cut_reason(f"something about {ROOT}", lambda m: False) == "something about a memory out of your reach"
+
+
+# ----------------------------------------------------------------- what routes ask of reach (sees, grants, held)
+
+
+
+@given(world=worlds())
+def test_sees_grants_in_reach_and_held_anywhere_match_the_reference(world: World) -> None:
+    """A caller sees a memory where it holds anything; the grants listed for a memory are those on the
+    memory and its ancestors up to the cutoff, stopping at the first node the caller does not see; what it
+    holds anywhere is the union of its own grants."""
+    tree = world.tree()
+    for principals in callers(world):
+        held = {n: ref_effective(world, principals, n) for n in world.nodes}
+        for node in world.nodes:
+            assert sees(tree, principals, node) == bool(held[node])
+            expected: list[str] = []
+            walk: str | None = node
+            while walk is not None and held[walk]:
+                expected.extend(g.id for g in world.grants if g.memory_id == walk)
+                if walk in world.restricted:
+                    break
+                walk = world.parent[walk]
+            assert sorted(g.id for g in grants_in_reach(tree, principals, node)) == sorted(expected)
+        own = {p for g in world.grants if g.principal in principals for p in g.privileges}
+        assert held_anywhere(tree, principals) == frozenset(own)
+        assert not sees(tree, principals, "hmem_not_there")

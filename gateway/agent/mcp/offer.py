@@ -33,7 +33,7 @@ import mcp_types as types
 
 from gateway.agent.mcp.api import Answer, Api, Caller, segment
 from gateway.agent.mcp.tools import READ_TOOLS, SPECS, WRITE_TOOLS, ToolSpec
-from policies import access
+from policies import access, reach
 
 READABLE_CAP = 200  # memories walked to learn which providers a caller reads from
 QUERY_SCAN_CAP = 25  # memories asked for their named queries on one listing (~2 ms each, in-process)
@@ -48,15 +48,6 @@ SchemaOf = Callable[[str, str], str | None]
 # A memory id (memfed mints them) and a language name, as they may stand in a description.
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 _LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]{0,49}")
-
-
-def held_somewhere(tree: access.TreeView, principals: frozenset[str]) -> frozenset[str]:
-    held: set[str] = set()
-    for principal in principals:
-        for grant in tree.grants_to(principal):
-            if tree.exists(grant.memory_id):
-                held |= grant.privileges
-    return frozenset(held)
 
 
 @dataclass(frozen=True)
@@ -210,7 +201,7 @@ def _capped(lines: list[str]) -> list[str]:
 
 async def offered_tools(api: Api, caller: Caller, tree: Any, schema_of: SchemaOf | None = None) -> list[types.Tool]:
     principals = caller.principal.principals
-    held = held_somewhere(tree, principals)
+    held = reach.held_anywhere(tree, principals)
     offered = [tool(SPECS[name]) for name in READ_TOOLS]
     if "write" in held:
         offered += [tool(SPECS[name]) for name in WRITE_TOOLS]

@@ -38,7 +38,7 @@ from gateway.agent.mcp.api import Caller, LocalApi
 from gateway.agent.mcp.offer import offered_tools
 from gateway.agent.mcp.run import run_tool
 from gateway.agent.mcp.tools import ID_PATTERN, input_schema
-from gateway.errors import ApiError
+from gateway.errors import ApiError, invalid
 from gateway.identity.auth import bearer_token, resolve_token, unauthenticated
 from gateway.ids import new_id
 
@@ -115,8 +115,7 @@ class McpEndpoint:
             return
         harness_id = QueryParams(scope.get("query_string", b"")).get("harness_id")
         if harness_id is not None and not re.fullmatch(ID_PATTERN, harness_id):
-            error = ApiError(422, "memory_invalid", "harness_id in the MCP URL is not a harness id.",
-                             param="harness_id")
+            error = invalid("harness_id in the MCP URL is not a harness id.", param="harness_id")
             await error.response()(scope, receive, send)
             return
         scope[SCOPE_KEY] = Caller(principal, token, _request_id(headers.get("x-request-id", "")), harness_id)
