@@ -4,7 +4,7 @@ One file holds a large memory, a small one, and twenty others that share the voc
 and each kind of question it prints, side by side, p50 / p99 of R runs of:
 - "global bm25": the statement recall ran before, one bm25 over the word index of every memory's
   versions (kept here only as the baseline; it leaked other memories' words into the order);
-- "per-memory bm25": the statement recall runs now (adapters/local/_sql.py `recall_statement`), bm25 over
+- "per-memory bm25": the statement recall runs now (adapters/local/_recall_sql.py `recall_statement`), bm25 over
   the memory's own records;
 both on one plain sqlite3 connection, so the figures are the statements' alone; then the provider's whole
 `recall` (aiosqlite, decoding, fusion) for the second. The three run in turns, so that each sees the same
@@ -29,7 +29,9 @@ from typing import Any
 
 from adapters.base import Part, RecallQuery, Record, RecordTime, Writer
 from adapters.local import LocalProvider
+from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
+from adapters.local._schema import fts_mean_length, fts_rows
 
 WRITER = Writer("member", "mbr_bench", "agent")
 BIG, SMALL = "hmem_" + "b" * 32, "hmem_" + "5" * 32
@@ -111,6 +113,8 @@ async def main(runs: int) -> None:
         db = sqlite3.connect(path)
         db.row_factory = sqlite3.Row
         db.create_function("memfed_idf", 2, sql.idf, deterministic=True)
+        db.create_function("memfed_fts_rows", 1, fts_rows, deterministic=True)
+        db.create_function("memfed_fts_avgdl", 1, fts_mean_length, deterministic=True)
         provider = await LocalProvider.open(path)
         try:
             print(f"{'memory':8} {'question':22} {'global bm25 p50/p99 ms':>24} {'per-memory p50/p99 ms':>24}"
@@ -120,7 +124,7 @@ async def main(runs: int) -> None:
                     phrases = (sql.phrases_meaning(asked.query) if asked.query else sql.phrases_all(asked.text or ""))
                     old = {"memories": sql.to_json([memory], "m"), "depth": 50,
                            "match": (" OR " if asked.query else " AND ").join(phrases)}
-                    new = sql.recall_statement([memory], asked.signals(), query=asked.query, text=asked.text,
+                    new = recall_sql.recall_statement([memory], asked.signals(), query=asked.query, text=asked.text,
                                                filters=(), types=(), as_of=None, include="active", depth=50)
                     assert new is not None
                     before: list[float] = []

@@ -3,8 +3,11 @@ straight into the embedded provider in-process, each at a fixed rate (open loop:
 schedule whether or not earlier ones have finished, so queueing shows up in the latencies).
 
     .venv/bin/python bench/overhead.py --records 10000 --memories 10 --rate 200 --seconds 10 --rounds 3
+    .venv/bin/python bench/overhead.py --scoring uniform,rrf   # the cost of uniform scoring, side by side
 
-Overhead per percentile = memfed's latency - the provider's latency at that percentile.
+Overhead per percentile = memfed's latency - the provider's latency at that percentile. With several
+`--scoring` methods the gateway is started once per method (`[recall] scoring`, README "Recall scoring")
+and each gets its own rounds, the provider measured again beside it.
 """
 
 from __future__ import annotations
@@ -87,38 +90,28 @@ async def through(server: ServeProcess, root_id: str, texts: list[str],
     return latencies, inside, providers
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--memories", type=int, default=10)
-    parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="alternate direct and through-memfed runs this many times and pool them: a p99 "
-                             "rests on its few slowest requests, and one run of each drifts apart by chance")
-    args = parser.parse_args()
+def measure(data_dir: Path, seeded: Any, scoring: str, args: argparse.Namespace) -> None:
+    """Rounds of direct and through-memfed runs against a gateway started with this scoring; prints them."""
     count = int(args.rate * args.seconds)
     provider_ms: list[float] = []
     gateway_ms: list[float] = []
     inside: list[float] = []
     providers: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        data_dir = Path(tmp) / "data"
-        seeded = asyncio.run(seed(data_dir, args.records, args.memories, args.seed))
-        records_file = data_dir / "providers" / "local" / "records.sqlite3"
-        server = ServeProcess(data_dir, admin_key=ADMIN_KEY)
-        try:
-            for round_ in range(args.rounds):
-                texts = questions(count, args.seed + round_)  # the same questions both ways in a round
-                provider_ms += asyncio.run(direct(records_file, seeded.memory_ids, texts, args.rate))
-                total, own, waited = asyncio.run(through(server, seeded.root_id, texts, args.rate))
-                gateway_ms += total
-                inside += own
-                providers += waited
-        finally:
-            server.stop()
-    print(f"recall (text, limit 10) over {args.memories} memories, {args.records} records; "
+    records_file = data_dir / "providers" / "local" / "records.sqlite3"
+    config = data_dir.parent / f"memfed-{scoring}.toml"
+    config.write_text(f'[recall]\nscoring = "{scoring}"\n')
+    server = ServeProcess(data_dir, admin_key=ADMIN_KEY, config=config)
+    try:
+        for round_ in range(args.rounds):
+            texts = questions(count, args.seed + round_)  # the same questions both ways in a round
+            provider_ms += asyncio.run(direct(records_file, seeded.memory_ids, texts, args.rate))
+            total, own, waited = asyncio.run(through(server, seeded.root_id, texts, args.rate))
+            gateway_ms += total
+            inside += own
+            providers += waited
+    finally:
+        server.stop()
+    print(f"recall (text, limit 10) over {args.memories} memories, {args.records} records, scoring {scoring!r}; "
           f"{args.rounds} rounds of {count} requests each way at {args.rate:.0f}/s, open loop")
     print(f"{'':22} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
     rows = (("embedded provider", provider_ms), ("through memfed (HTTP)", gateway_ms),
@@ -135,6 +128,27 @@ def main() -> None:
     paired = [total - waited for total, waited in zip(gateway_ms, providers, strict=True)]
     print(f"per request, client latency - provider time inside memfed: p50 {percentile(paired, 0.5):.2f} ms, "
           f"p99 {percentile(paired, 0.99):.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--memories", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternate direct and through-memfed runs this many times and pool them: a p99 "
+                             "rests on its few slowest requests, and one run of each drifts apart by chance")
+    parser.add_argument("--scoring", default="uniform",
+                        help="the gateway's [recall] scoring, or several separated by commas (uniform,rrf)")
+    args = parser.parse_args()
+    scorings = [s.strip() for s in args.scoring.split(",") if s.strip()]
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        seeded = asyncio.run(seed(data_dir, args.records, args.memories, args.seed))
+        for scoring in scorings:
+            measure(data_dir, seeded, scoring, args)
 
 
 if __name__ == "__main__":

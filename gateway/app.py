@@ -38,6 +38,7 @@ from gateway.api import (
     recall,
     records,
     snapshots,
+    tree_import,
 )
 from gateway.api import queries as queries_api
 from gateway.api import ratification as ratification_api
@@ -75,6 +76,7 @@ def endpoints() -> list[Endpoint]:
         *types_api.ENDPOINTS, *consolidations.ENDPOINTS,  # /v1/memories/types before /v1/memories/{memory_id}
         *members.ENDPOINTS,
         *memories.ENDPOINTS,
+        *tree_import.ENDPOINTS,
         *grants.ENDPOINTS,
         *access_api.ENDPOINTS,
         *audit_log.ENDPOINTS,

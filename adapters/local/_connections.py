@@ -29,6 +29,8 @@ from adapters.local._schema import (
     WORDS_INDEX,
     WRITE_ID_COLUMN,
     WRITE_ID_INDEX,
+    fts_mean_length,
+    fts_rows,
     fts_words,
 )
 from adapters.local._sql import CHECKPOINT, idf
@@ -179,10 +181,13 @@ def _private_file(path: Path) -> None:
 
 
 async def _functions(db: aiosqlite.Connection) -> None:
-    """The SQL functions the provider's statements call: a version's length off the word index, and a
-    word's weight in a memory (SQLite's own math functions are a compile-time option)."""
+    """The SQL functions the provider's statements call: a version's length off the word index, a word's
+    weight in a memory (SQLite's own math functions are a compile-time option), and the word index's own
+    size and mean length, which recall needs to read a word's count back out of FTS5's bm25."""
     await db.create_function("memfed_words", 1, fts_words, deterministic=True)
     await db.create_function("memfed_idf", 2, idf, deterministic=True)
+    await db.create_function("memfed_fts_rows", 1, fts_rows, deterministic=True)
+    await db.create_function("memfed_fts_avgdl", 1, fts_mean_length, deterministic=True)
 
 
 async def _add_words(db: aiosqlite.Connection) -> None:

@@ -87,15 +87,41 @@ FILL_WORDS = (
 )
 
 
-def fts_words(sizes: bytes | None) -> int:
-    """The tokens of one row of the word index, all columns together, from its `_docsize` entry: one
-    SQLite varint per column (big-endian groups of 7 bits, the high bit saying another byte follows)."""
-    total = value = 0
-    for byte in sizes or b"":
+def _varints(block: bytes | None) -> list[int]:
+    """The SQLite varints of one of the word index's own records (big-endian groups of 7 bits, the high
+    bit saying another byte follows)."""
+    values: list[int] = []
+    value = 0
+    for byte in block or b"":
         value = (value << 7) | (byte & 0x7F)
         if not byte & 0x80:
-            total, value = total + value, 0
-    return total
+            values.append(value)
+            value = 0
+    return values
+
+
+def fts_words(sizes: bytes | None) -> int:
+    """The tokens of one row of the word index, all columns together, from its `_docsize` entry: one
+    varint per column."""
+    return sum(_varints(sizes))
+
+
+# The word index's averages record (row 1 of `versions_fts_data`): the rows it holds, then the tokens of
+# each column over all of them. FTS5's bm25 reads its corpus size and mean length from it.
+AVERAGES = "SELECT block FROM versions_fts_data WHERE id = 1"
+
+
+def fts_rows(averages: bytes | None) -> int:
+    """How many rows the word index holds, read off its averages record. Registered as `memfed_fts_rows`."""
+    values = _varints(averages)
+    return values[0] if values else 0
+
+
+def fts_mean_length(averages: bytes | None) -> float:
+    """The mean tokens of a row of the word index, all columns together, as FTS5's bm25 takes it.
+    Registered as `memfed_fts_avgdl`."""
+    values = _varints(averages)
+    return sum(values[1:]) / values[0] if values and values[0] else 1.0
 
 
 def searchable(record: Record) -> tuple[str, str]:

@@ -1,7 +1,8 @@
 # ruff: noqa: S608 - statements here are assembled only from this module's own fragments; every value
 # that comes from a caller (ids, words, filter values, instants) is bound as a parameter, never spliced.
 """The statements the local provider runs on its SQLite file: the fixed ones, FTS5 match expressions,
-the scope and filters of a read, recall's ranked lists, listing cursors and purges.
+the scope and filters of a read, listing cursors and purges. Recall's one statement, built of these, is
+adapters/local/_recall_sql.py.
 
 Pure functions and constants, no I/O: `adapters/local/provider.py` runs what this module builds, over the tables
 and the row encoding of adapters/local/_schema.py.
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import adapters.base as base
-from adapters.base import Condition, ProviderRejected, Signal
+from adapters.base import Condition, ProviderRejected
 
 # The names imported as themselves are re-exported: the adapter's modules import this one as `sql` and
 # read the stored form through it too (`sql.record`, `sql.utc`, `sql.SCHEMA`).
+from adapters.local._schema import AVERAGES as AVERAGES
 from adapters.local._schema import SCHEMA as SCHEMA
 from adapters.local._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from adapters.local._schema import SET_WORDS as SET_WORDS
@@ -54,7 +56,7 @@ IN_MEMORY = "memory_id = :memory"
 CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
 
 # bm25 as FTS5 computes it (k1, b, and the weights of (title, body): a word in the line that names a record
-# says more than one in its body), but over one memory's records: see `recall_statement`.
+# says more than one in its body), but over one memory's records: see adapters/local/_recall_sql.py.
 K1, B = 1.2, 0.75
 TITLE_WEIGHT, BODY_WEIGHT = 2.0, 1.0
 
@@ -201,107 +203,6 @@ def encode_cursor(written_at: str, record_id: str) -> str:
 def decode_cursor(cursor: str) -> tuple[str, str]:
     written_at, record_id = base.decode_cursor(cursor, str)
     return str(written_at), record_id
-
-
-# --------------------------------------------------------------------------- recall
-
-# How often a word occurs in one version, weighed by column, counted by FTS5 itself: `highlight` gives the
-# column back with one mark before each occurrence of the phrase matched, so the marks are the length it
-# gained. FTS5 ranks with counts of its whole table, every memory's versions in it; these counts, a
-# version's own, are the only thing taken from it.
-_FREQUENCY = (
-    f"{TITLE_WEIGHT} * (length(highlight(versions_fts, 0, char(1), '')) - length(versions_fts.title))"
-    f" + {BODY_WEIGHT} * (length(highlight(versions_fts, 1, char(1), '')) - length(versions_fts.body))"
-)
-
-
-def recall_statement(
-    memory_ids: Sequence[str],
-    signals: Sequence[Signal],
-    *,
-    query: str | None,
-    text: str | None,
-    filters: Sequence[Condition],
-    types: Sequence[str],
-    as_of: str | None,
-    include: str,
-    depth: int,
-) -> tuple[str, dict[str, Any]] | None:
-    """One statement over every memory asked: each signal's ranked list (at most `depth` long), as
-    rows (version columns, signal, place). None when no signal can match anything (no words)."""
-    params: dict[str, Any] = {"memories": to_json(list(memory_ids), "memory ids"), "depth": depth}
-    where = "v.memory_id IN (SELECT value FROM json_each(:memories)) AND " + scope(as_of, include)
-    if as_of is not None:
-        params["as_of"] = as_of
-    if types:
-        where += " AND v.type IN (SELECT value FROM json_each(:types))"
-        params["types"] = to_json(list(types), "types")
-    ctes: list[str] = []
-    lists: list[str] = []
-
-    worded = [
-        (signal, phrases, every)
-        for signal, phrases, every in (
-            ("query", phrases_meaning(query or ""), False),
-            ("text", phrases_all(text or ""), True),
-        )
-        if signal in signals and phrases
-    ]
-    if worded:
-        # Each memory is its own corpus: how many records it holds, their mean length, and how many of
-        # them hold each word, all counted over the versions this recall could answer in that memory.
-        ctes.append(
-            "corpus AS (SELECT v.memory_id, count(*) AS n, avg(v.words) AS avgdl"
-            f" FROM versions v WHERE {where} GROUP BY v.memory_id)"
-        )
-    for signal, phrases, every in worded:
-        # CROSS JOIN keeps the word index outermost. The planner may otherwise probe the match once per
-        # record of the memory, which measured about 30 times slower on a 20,000-record memory.
-        branches = []
-        for i, phrase in enumerate(phrases):
-            params[f"{signal}_{i}"] = phrase
-            branches.append(
-                f"SELECT {i} AS phrase, v.seq, v.memory_id, v.written_at, v.record_id, v.words, {_FREQUENCY} AS tf"
-                f" FROM versions_fts CROSS JOIN versions v ON v.seq = versions_fts.rowid"
-                f" WHERE versions_fts MATCH :{signal}_{i} AND {where}"
-            )
-        ctes += [
-            f"hit_{signal} AS ({' UNION ALL '.join(branches)})",
-            f"idf_{signal} AS (SELECT h.memory_id, h.phrase, memfed_idf(k.n, count(*)) AS idf"
-            f" FROM hit_{signal} h JOIN corpus k ON k.memory_id = h.memory_id GROUP BY h.memory_id, h.phrase)",
-            f"score_{signal} AS (SELECT h.seq, h.written_at, h.record_id,"
-            f" sum(i.idf * ((h.tf * {K1 + 1.0}) / (h.tf + {K1} * ({1.0 - B} + {B} * h.words / k.avgdl)))) AS score"
-            f" FROM hit_{signal} h JOIN idf_{signal} i ON i.memory_id = h.memory_id AND i.phrase = h.phrase"
-            f" JOIN corpus k ON k.memory_id = h.memory_id GROUP BY h.seq"
-            + (f" HAVING count(*) = {len(phrases)})" if every else ")"),
-            f"sig_{signal} AS (SELECT seq, '{signal}' AS signal,"
-            " row_number() OVER (ORDER BY score DESC, written_at DESC, record_id DESC) AS place"
-            f" FROM score_{signal} ORDER BY place LIMIT :depth)",
-        ]
-        lists.append(f"sig_{signal}")
-
-    if "filters" in signals and filters:
-        clauses = []
-        for i, cond in enumerate(filters):
-            clause, cond_params = condition(cond, f"f{i}", as_of is not None)
-            clauses.append(clause)
-            params.update(cond_params)
-        ctes.append(f"cand AS (SELECT * FROM versions v WHERE {where})")
-        ctes.append(
-            "sig_filters AS (SELECT seq, 'filters' AS signal,"
-            " row_number() OVER (ORDER BY written_at DESC, record_id DESC) AS place"
-            f" FROM cand v WHERE {' AND '.join(clauses)} ORDER BY place LIMIT :depth)"
-        )
-        lists.append("sig_filters")
-
-    if not lists:
-        return None
-    ranked = " UNION ALL ".join(f"SELECT seq, signal, place FROM {name}" for name in lists)
-    sql = (
-        f"WITH {', '.join(ctes)} SELECT v.*, s.signal, s.place"
-        f" FROM ({ranked}) s JOIN versions v ON v.seq = s.seq"
-    )
-    return sql, params
 
 
 # --------------------------------------------------------------------------- reads and purges

@@ -22,11 +22,9 @@ import httpx
 
 from adapters import degraded as entries
 from adapters.base import (
-    SIGNALS,
     Capabilities,
     Erasure,
     Follows,
-    Hit,
     Include,
     NewRecord,
     Page,
@@ -42,10 +40,15 @@ from adapters.base import (
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local import _embeddings as embeddings
+from adapters.local import _ranking as ranking
+from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local._connections import LocalConnections
+
+# `fuse` is re-exported: the PostgreSQL provider ranks as this one does.
+from adapters.local._ranking import fuse as fuse
 from adapters.local._schema import to_json
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
@@ -80,18 +83,6 @@ CAPABILITIES = Capabilities(
 
 # With the sentence-embedding model loaded (memfed[semantic]), `query` is answered by meaning.
 SEMANTIC_CAPABILITIES = replace(CAPABILITIES, emulated_signals=())
-
-RRF_K = 60
-
-
-def fuse(places: Mapping[int, Mapping[Signal, int]], lists: int) -> dict[int, float]:
-    """Reciprocal rank fusion of per-signal places (1 = best), scaled so that first in every list
-    scores 1.0. Adapters do not import policies/, so this small copy lives here."""
-    best = lists / (RRF_K + 1)
-    return {
-        key: sum(1.0 / (RRF_K + p) for p in by_signal.values()) / best for key, by_signal in places.items()
-    }
-
 
 class LocalProvider(LocalConnections, LocalQueries):
     """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor.
@@ -293,7 +284,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         """All memories in one statement; each signal ranks on its own and the lists are fused (RRF).
         A filter-only recall therefore comes newest first. `abstain` says that words were asked for
         and none matched. Words rank each memory's records by bm25 over that memory's records alone
-        (adapters/local/_sql.py `recall_statement`): what other memories hold never moves an order."""
+        (adapters/local/_recall_sql.py): what other memories hold never moves an order."""
         asked = query.signals()
         if not asked:
             raise ProviderRejected("a recall needs query, text or filters")
@@ -302,55 +293,31 @@ class LocalProvider(LocalConnections, LocalQueries):
         declared = self.capabilities().signals
         signals = [s for s in asked if s in declared]
         degraded = tuple(entries.entry(s, "not_supported") for s in asked if s not in declared)
-        textual = [s for s in signals if s in ("query", "text")]
-
         at = sql.ts_or_none(query.as_of)
         # Deeper than `limit`: a record fourth in two lists outranks one first in a single list.
-        statement = sql.recall_statement(
-            memory_ids,
-            signals,
-            query=query.query,
-            text=query.text,
-            filters=query.filters,
-            types=query.types,
-            as_of=at,
-            include=query.include,
-            depth=max(4 * query.limit, 50),
-        )
-        rows: list[Any] = []
-        if statement is not None and memory_ids:
-            async with self._reading() as db:
-                rows = list(await db.execute_fetchall(*statement))
-
-        places: dict[int, dict[Signal, int]] = {}
-        versions: dict[int, Any] = {}
-        for row in rows:
-            places.setdefault(row["seq"], {})[row["signal"]] = row["place"]
-            versions[row["seq"]] = row
+        depth = max(4 * query.limit, 50)
+        places, versions = ranking.placed(await self._ranked_rows(memory_ids, signals, query, at, depth))
         meaning = self.meaning()
         if meaning is not None and "query" in signals and query.query and memory_ids:
-            nearest = await self._nearest(meaning, memory_ids, query, at, max(4 * query.limit, 50))
-            versions.update((row["seq"], row) for row in nearest if row["seq"] not in versions)
-            words = {seq: by_signal["query"] for seq, by_signal in places.items() if "query" in by_signal}
-            for seq, place in embeddings.hybrid(words, [row["seq"] for row in nearest]).items():
-                places.setdefault(seq, {})["query"] = place
-        scores = fuse(places, len(signals))
-        # Equal scores keep the newest first (then the higher id): sorts are stable, so order by the
-        # tie-break first. The same store therefore always answers in the same order.
-        ranked = sorted(
-            scores, key=lambda seq: (versions[seq]["written_at"], versions[seq]["record_id"]), reverse=True
-        )
-        ranked.sort(key=lambda seq: -scores[seq])
-        hits = tuple(
-            Hit(
-                record=sql.record(versions[seq], at),
-                score=scores[seq],
-                why=tuple(s for s in SIGNALS if s in places[seq]),
-            )
-            for seq in ranked[: query.limit]
-        )
-        matched_words = any(s in textual for by_signal in places.values() for s in by_signal)
+            nearest = await self._nearest(meaning, memory_ids, query, at, depth)
+            ranking.add_meaning(places, versions, nearest)
+        hits = ranking.fused_hits(places, versions, len(signals), query.limit, at)
+        textual = {s for s in signals if s in ("query", "text")}
+        matched_words = any(not textual.isdisjoint(by_signal) for by_signal in places.values())
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
+
+    async def _ranked_rows(self, memory_ids: Sequence[str], signals: Sequence[Signal], query: RecallQuery,
+                           at: str | None, depth: int) -> Sequence[Any]:
+        """Each signal's ranked list over every memory asked, from one statement: version rows with their
+        signal and place. None asked, or nothing any signal could match (no words), is no rows."""
+        statement = recall_sql.recall_statement(
+            memory_ids, signals, query=query.query, text=query.text, filters=query.filters,
+            types=query.types, as_of=at, include=query.include, depth=depth,
+        )
+        if statement is None or not memory_ids:
+            return []
+        async with self._reading() as db:
+            return list(await db.execute_fetchall(*statement))
 
     # ----------------------------------------------------------------------- types (§8), consolidation (§9.2)
     # Both work through the public methods above; adapters/local/task_type.py and local_consolidation.py say how.

@@ -113,6 +113,8 @@ class Endpoint:
     media: str = "application/json"
     # A body that is not JSON (the import's NDJSON), declared for /openapi.json; read by the handler.
     raw_body: str | None = None
+    # The model of each line of an NDJSON `raw_body`, for /openapi.json (validated by the handler).
+    raw_line: type[BaseModel] | None = None
     # Error statuses beyond those /openapi.json derives from the declaration (gateway/api/openapi.py).
     errors: tuple[int, ...] = ()
 

@@ -86,6 +86,10 @@ def _success(endpoint: Endpoint, components: dict[str, Any]) -> dict[str, Any]:
     if endpoint.media == "*/*":
         return {"description": "The bytes, in their own media type", "content": {"*/*": {
             "schema": {"type": "string", "format": "binary"}}}}
+    if endpoint.media != "application/json" and endpoint.response is not None:
+        # NDJSON: the schema is that of each line (OpenAPI 3.1 has no item schema for a stream).
+        return {"description": "Success: one JSON document a line, each of this schema",
+                "content": {endpoint.media: {"schema": _schema(endpoint.response, components)}}}
     if endpoint.media != "application/json":
         return {"description": "Success", "content": {endpoint.media: {"schema": {"type": "string"}}}}
     schema = _schema(endpoint.response, components) if endpoint.response is not None else {"type": "object"}
@@ -103,6 +107,9 @@ def _request_body(endpoint: Endpoint, components: dict[str, Any]) -> dict[str, A
         return {"required": required, "content": {"application/json": {"schema": _schema(endpoint.body, components)}}}
     if endpoint.raw_body == "multipart/form-data":
         return {"required": True, "content": {"multipart/form-data": {"schema": MULTIPART_FILE}}}
+    if endpoint.raw_body is not None and endpoint.raw_line is not None:
+        return {"required": False, "description": "One JSON document a line, each of this schema",
+                "content": {endpoint.raw_body: {"schema": _schema(endpoint.raw_line, components)}}}
     if endpoint.raw_body is not None:  # an empty NDJSON file is a file of no lines
         return {"required": False, "content": {endpoint.raw_body: {"schema": {"type": "string"}}}}
     return None

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from gateway import __version__
 from gateway.cli import audit as audit_commands
+from gateway.cli import import_tree as import_tree_commands
 from gateway.cli import migrate as migrate_commands
 from gateway.cli._common import common, load_config
 from gateway.config import ConfigError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The operator's subcommands act on the state directly (no server needed), each group in its module.
     audit_commands.add_commands(commands)
     migrate_commands.add_commands(commands)
+    import_tree_commands.add_commands(commands)  # this one talks to a running gateway over HTTP
     return parser
 
 

@@ -76,17 +76,41 @@ def depth(limit: int) -> int:
     return max(limit, min(DEPTH_MAX, max(DEPTH_FACTOR * limit, DEPTH_MIN)))
 
 
-def terms(text: str) -> list[str]:
-    """Lower-cased words without stopwords, with the commonest English endings cut so "runs" meets "run"."""
+def _stem(word: str) -> str | None:
+    """A lower-cased word as `terms` keeps it: None for a stopword, else with the first of the endings
+    ing, ed, es, s cut that leaves more than two letters, unless it ends in ss. Decided by its last
+    letter first: most words end in none of g, d, s and are kept after one look."""
+    if word in _STOPWORDS:
+        return None
+    last = word[-1]
+    if last == "s":
+        if word.endswith("ss"):
+            return word
+        if len(word) > 4 and word.endswith("es"):
+            return word[:-2]
+        return word[:-1] if len(word) > 3 else word
+    if last == "g":
+        return word[:-3] if len(word) > 5 and word.endswith("ing") else word
+    if last == "d":
+        return word[:-2] if len(word) > 4 and word.endswith("ed") else word
+    return word
+
+
+def terms(text: str, seen: dict[str, str | None] | None = None) -> list[str]:
+    """Lower-cased words without stopwords, with the commonest English endings cut so "runs" meets "run".
+
+    `seen` carries each word's stem from one text to the next within a recall: most of the candidates'
+    words are a few common ones, so each is cut once. It lives as long as the recall only, so no record's
+    words stay in the gateway after it (an erased record's included)."""
+    stems: dict[str, str | None] = {} if seen is None else seen
     out = []
     for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS:
-            continue
-        for suffix in ("ing", "ed", "es", "s"):
-            if len(word) > len(suffix) + 2 and word.endswith(suffix) and not word.endswith("ss"):
-                word = word[: -len(suffix)]
-                break
-        out.append(word)
+        try:
+            stem = stems[word]
+        except KeyError:
+            stem = stems[word] = _stem(word)
+        if stem is not None:
+            out.append(stem)
     return out
 
 
@@ -95,15 +119,18 @@ def bm25(question: Sequence[str], documents: Mapping[Key, Sequence[str]]) -> dic
     count = len(documents)
     if not count:
         return {}
-    frequency: Counter[str] = Counter()
-    for words in documents.values():
-        frequency.update(set(words))
-    average = math.fsum(len(w) for w in documents.values()) / count or 1.0
     asked = sorted(set(question))
+    wanted = set(asked)
+    # Only the asked words are counted: the others weigh in through each document's length alone.
+    counts = {key: Counter(w for w in words if w in wanted) for key, words in documents.items()}
+    frequency: Counter[str] = Counter()
+    for tf in counts.values():
+        frequency.update(tf.keys())
+    average = math.fsum(len(w) for w in documents.values()) / count or 1.0
     idf = {t: math.log(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in asked}
     scores: dict[Key, float] = {}
     for key, words in documents.items():
-        tf = Counter(words)
+        tf = counts[key]
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(words) / average)
         scores[key] = math.fsum(idf[t] * tf[t] * (BM25_K1 + 1.0) / (tf[t] + norm) for t in asked if tf[t])
     return scores
@@ -126,7 +153,8 @@ def merge(
     asked = terms(question or "")
     uniform: dict[Key, float] | None = None
     if asked:
-        raw = bm25(asked, {key: terms(texts.get(key, "")) for key in placed})
+        seen: dict[str, str | None] = {}
+        raw = bm25(asked, {key: terms(texts.get(key, ""), seen) for key in placed})
         best = max(raw.values(), default=0.0)
         uniform = {key: (value / best if best > 0 else 0.0) for key, value in raw.items()}
     out: list[tuple[Key, Components]] = []

@@ -11,7 +11,8 @@ next request on.
 Rows must become visible in the order of their `seq`, or a reader could apply seq 6, move its mark past
 5, and never see 5 committing later. PostgreSQL hands out sequence values at insert, not at commit, so
 writers of change rows take one transaction-scoped advisory lock first: they commit one after another.
-SQLite has one writer at a time already. Rows older than `KEEP_MS` are pruned; an instance that finds a
+SQLite has one writer at a time already. A bulk change (a tree import) writes one row of kind "batch" per
+slice of many entities, naming them in `change_batches`. Rows older than `KEEP_MS` are pruned; an instance that finds a
 gap (its mark is older than every row left) reloads everything.
 """
 
@@ -26,6 +27,7 @@ from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.clock import now_ms
+from gateway.ids import new_id
 from gateway.state import schema as t
 from gateway.state.directory import Directory
 from gateway.state.rows import grant_of_row, node_of_row
@@ -49,6 +51,24 @@ async def record(conn: AsyncConnection, kind: Kind, entities: Iterable[str]) -> 
     if conn.dialect.name == "postgresql":
         await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _CHANGES_LOCK_KEY})
     await conn.execute(insert(t.state_changes), rows)
+
+
+async def record_batches(conn: AsyncConnection, batches: Iterable[dict[Kind, list[str]]]) -> tuple[int, int]:
+    """Note many changes as one change row per batch (its entities in `change_batches`), and answer the
+    newest seq before them and after them: an instance that had applied everything up to the first has
+    nothing else to apply up to the second once it holds these changes itself."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _CHANGES_LOCK_KEY})
+    before = await latest(conn)
+    stamp = now_ms()
+    for batch in batches:
+        batch_id = new_id("change")
+        rows = [{"id": batch_id, "kind": kind, "entities": "\n".join(dict.fromkeys(ids)), "at": stamp}
+                for kind, ids in batch.items() if ids]
+        if rows:
+            await conn.execute(insert(t.change_batches), rows)
+            await conn.execute(insert(t.state_changes), [{"kind": "batch", "entity": batch_id, "at": stamp}])
+    return before, await latest(conn)
 
 
 async def latest(conn: AsyncConnection) -> int:
@@ -76,9 +96,15 @@ async def since(conn: AsyncConnection, mark: int) -> Changes:
         return Changes(mark)
     changes = Changes(int(rows[-1].seq), gap=int(rows[0].seq) > mark + 1 and await _pruned(conn, mark))
     changes.newest_at = max(int(row.at) for row in rows)
+    batches: set[str] = set()
     for row in rows:
         if row.kind in KINDS:
             changes.entities.setdefault(row.kind, set()).add(row.entity)
+        elif row.kind == "batch":
+            batches.add(row.entity)
+    for row in await rows_of(conn, t.change_batches, "id", batches):
+        if row.kind in KINDS:
+            changes.entities.setdefault(row.kind, set()).update(row.entities.split("\n"))
     return changes
 
 
@@ -90,7 +116,9 @@ async def _pruned(conn: AsyncConnection, mark: int) -> bool:
 
 
 async def prune(conn: AsyncConnection) -> None:
-    await conn.execute(delete(t.state_changes).where(t.state_changes.c.at < now_ms() - KEEP_MS))
+    cutoff = now_ms() - KEEP_MS
+    await conn.execute(delete(t.state_changes).where(t.state_changes.c.at < cutoff))
+    await conn.execute(delete(t.change_batches).where(t.change_batches.c.at < cutoff))
 
 
 class ChangeMark:

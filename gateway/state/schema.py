@@ -93,6 +93,17 @@ state_changes = Table(
     sqlite_autoincrement=True,  # never hand out a seq again once its row is pruned
 )
 
+# The entities of one `state_changes` row of kind "batch" (a bulk tree import writes one a slice of many
+# memories): each kind's ids, one a line. Pruned with the change log.
+change_batches = Table(
+    "change_batches",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(16), primary_key=True),
+    Column("entities", Text, nullable=False),
+    Column("at", BigInteger, nullable=False),
+)
+
 files = Table(
     "files",
     metadata,

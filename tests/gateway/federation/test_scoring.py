@@ -83,6 +83,17 @@ def test_terms_drop_stopwords_and_cut_common_endings() -> None:
     assert scoring.terms("The groups went painting") == ["group", "went", "paint"]
 
 
+def test_terms_cut_the_first_ending_that_leaves_three_letters_and_never_after_ss() -> None:
+    """ing, ed, es, s in that order, only when more than two letters stay; a word ending in ss keeps it;
+    a word seen again in the same recall is cut the same way."""
+    asked = "sing bring singing red bred wanted yes goes boxes gas bus runs glass classes dresses sss"
+    want = ["sing", "bring", "sing", "red", "bred", "want", "yes", "goe", "box", "gas", "bus", "run", "glass",
+            "class", "dress", "sss"]
+    assert scoring.terms(asked) == want
+    seen: dict[str, str | None] = {}
+    assert scoring.terms(asked, seen) == want and scoring.terms(asked + " the", seen) == want
+
+
 words = st.sampled_from(["caroline", "group", "support", "paint", "sunrise", "pottery", "the", "a", "went"])
 documents = st.lists(st.lists(words, max_size=8).map(" ".join), min_size=0, max_size=6)
 
