@@ -18,7 +18,7 @@ metadata: MetaData = t.metadata
 
 TABLES: tuple[Table, ...] = (
     # who exists, the tree, the grants, and the change log that keeps instances coherent
-    t.members, t.api_keys, t.groups, t.group_members, t.memories, t.grants, t.state_changes,
+    t.members, t.api_keys, t.groups, t.group_members, t.memories, t.grants, t.state_changes, t.change_batches,
     # files and where they are used, snapshots, idempotency, record ids a provider replaced
     t.files, file_uses.file_uses, t.snapshots, t.idempotency_keys, t.record_aliases,
     # named queries; harnesses, what prime placed, the observe outbox and its jobs

@@ -9,7 +9,8 @@ from pathlib import Path
 
 # The state store's tables, as the chapter's features need them (the decision log's are the audit's own).
 EXPECTED = {
-    "members", "api_keys", "groups", "group_members", "memories", "grants", "state_changes", "files",
+    "members", "api_keys", "groups", "group_members", "memories", "grants", "state_changes", "change_batches",
+    "files",
     "file_uses", "snapshots", "idempotency_keys", "record_aliases", "named_queries", "harnesses", "prime_log",
     "observe_outbox", "observe_jobs", "consolidation_runs", "consolidation_changes", "migrations",
     "migration_records",
