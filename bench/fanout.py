@@ -133,14 +133,18 @@ async def main(args: argparse.Namespace) -> None:
                 await asyncio.sleep(0.01)
             shape = f"{args.memories} direct children" if args.flat else f"{args.memories + 3} memories below it"
             kinds = "2 mem0 Platform fakes and a Zep v4 fake" if args.zep else "3 mem0 Platform fakes"
-            asked = "filters (type note, attributes.account eq acme)" if args.filters else "query"
+            body = recall_body(args)
+            asked = ("filters (type note, attributes.account eq acme)" if args.filters else "query") + (
+                f" with query {args.query!r}" if args.filters and args.query else "") + (
+                f", types {body['types']}" if "types" in body else "")
             print(f"recall by {asked} from the root ({shape}) on 3 loopback vendors ({kinds}), "
                   f"L = {args.latency_ms} ms, {args.repeat} runs each, decision log {args.audit}"
                   + (f", zep filter_attributes {args.zep_filter_attributes or '(none)'}" if args.zep else ""))
             client = RemoteClient(f"http://127.0.0.1:{port}", gw.admin.headers["Authorization"])
             try:
                 for counts in ("cold", "old"):
-                    await measure(gw, client, vendors, root["id"], counts, latency, args.repeat, args.filters)
+                    await measure(gw, client, vendors, root["id"], counts, latency, args.repeat, body,
+                                  args.filters)
             finally:
                 client.close()
             server.should_exit = True
@@ -188,7 +192,7 @@ def _client_process(conn: Any, base_url: str, authorization: str) -> None:
 
 
 async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_id: str, counts: str,
-                  latency: float, repeat: int, filters: bool = False) -> None:
+                  latency: float, repeat: int, asked: dict[str, Any], filters: bool = False) -> None:
     """`cold`: no count of the root's children was ever seen: they are left out of the answer
     (`children:counts_pending`) and counted after it. `old`: counts were seen but have expired, so they
     are shown and asked again after the answer (every recall after a quiet spell). Either way the answer
@@ -200,6 +204,7 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
     vendor_busy: list[float] = []
     before: list[float] = []
     after: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
         vendors.calls(reset=True)
         if counts == "cold":
@@ -207,8 +212,11 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
         else:
             gw.services.counts.expire_all()
         gc.collect()  # the bench's own garbage is not the recall's to collect
-        started, ended, status, body = await client.recall(f"/v1/memories/{root_id}/recall", FILTERED if filters
-                                                           else {"query": "needle", "limit": 20})
+        # The gateway's CPU on this recall (this process's, while the client waits for its answer): on a
+        # machine shared with other work, wall times vary with the load, this much less.
+        cpu_before = time.process_time()
+        started, ended, status, body = await client.recall(f"/v1/memories/{root_id}/recall", asked)
+        cpu.append(time.process_time() - cpu_before)
         await quiet(vendors)  # the counts after the answer finish before the next run
         walls.append(ended - started)
         made_calls = vendors.calls()
@@ -241,6 +249,8 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
           "   (wall minus time at the vendors)")
     print(f"  of which      p50 {statistics.median(before) * 1000:7.1f} ms before the first vendor call, "
           f"{statistics.median(after) * 1000:.1f} ms after the last answer")
+    print(f"gateway CPU    p50 {statistics.median(cpu) * 1000:7.1f} ms   max {max(cpu) * 1000:7.1f} ms"
+          "   (this process while the recall ran: its whole work on it, overlapped or not)")
     print(f"vendor calls per recall: {statistics.median(calls):.0f} ({searches} searches; the rest count the "
           f"root's children, after the answer); by vendor in the last run: {per_vendor}")
     print(f"before the answer: {statistics.median(asked_before):.0f} vendor calls; Zep answered "
@@ -248,6 +258,15 @@ async def measure(gw: Any, client: RemoteClient, vendors: LoopbackVendors, root_
           f"{[d for d in body['degraded'] if 'emulated' in d]}")
     pending = "children:counts_pending" in body["degraded"]
     print(f"results in the last answer: {len(body['results'])}; counts pending in it: {pending}")
+
+
+def recall_body(args: argparse.Namespace) -> dict[str, Any]:
+    """The timed recall: by filters (and, with `--query`, words as well) or by the query alone."""
+    body: dict[str, Any] = dict(FILTERED, **({"query": args.query} if args.query else {})) if args.filters \
+        else {"query": "needle", "limit": 20}
+    if args.types:
+        body["types"] = args.types.split(",")
+    return body
 
 
 async def quiet(vendors: LoopbackVendors, still: float = 0.15) -> None:
@@ -269,6 +288,9 @@ if __name__ == "__main__":
     parser.add_argument("--filters", action="store_true",
                         help=f"the timed recall is by filters alone; each seeded memory gets {FILLER} more "
                              "records the filter does not match")
+    parser.add_argument("--query", default="",
+                        help="with --filters: the filtered recall also asks these words (a searched recall)")
+    parser.add_argument("--types", default="", help="the recall's `types` (comma-separated)")
     parser.add_argument("--zep-filter-attributes", default="",
                         help="the Zep provider's filter_attributes (comma-separated): empty for none")
     parser.add_argument("--audit", choices=("on", "off"), default="on",

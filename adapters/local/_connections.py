@@ -48,6 +48,9 @@ class LocalConnections:
         # slow search does not hold up every other read behind it.
         self._readers = list(readers)
         self._next_reader = 0
+        # Reads in progress on each reader: a connection runs its statements one after another, so a read
+        # sent where a slow search (another member's) runs would wait behind it; it goes to the idlest.
+        self._reading_now = [0] * len(self._readers)
         # aiosqlite runs one connection's statements on one thread, one at a time, so this lock costs no
         # parallelism; it keeps the statements of one operation (read current, close it, append the next)
         # from interleaving with another's, which would otherwise see or break a half-written chain.
@@ -108,12 +111,16 @@ class LocalConnections:
             async with self._locked() as db:
                 yield db
             return
-        reader = self._readers[self._next_reader % len(self._readers)]
-        self._next_reader += 1
+        count = len(self._readers)
+        index = min(range(count), key=lambda i: (self._reading_now[i], (i - self._next_reader) % count))
+        self._next_reader = index + 1
+        self._reading_now[index] += 1
         try:
-            yield reader
+            yield self._readers[index]
         except sqlite3.Error as exc:
             raise ProviderUnavailable(f"local store: {exc}") from exc
+        finally:
+            self._reading_now[index] -= 1
 
     @asynccontextmanager
     async def _locked(self) -> AsyncIterator[aiosqlite.Connection]:

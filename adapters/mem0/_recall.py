@@ -20,7 +20,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypeVar
+
+from cachetools import LRUCache
 
 from adapters import degraded as entries
 from adapters import filters as select
@@ -64,6 +67,16 @@ class Mem0Recall:
     _entity: Callable[[str], str]
     _stored: Callable[[Mapping[str, Any], str], records.Stored | None]
     _all: Callable[[str], Awaitable[builtins.list[records.Stored]]]
+    _scopes: LRUCache[tuple[str, ...], Mapping[str, str]]
+
+    def _scope(self, memory_ids: Sequence[str]) -> Mapping[str, str]:
+        """Entity id -> memory id for these memories, each once, in order. Kept per list of memories: a
+        recall plan names the same few hundred memories of a provider on every recall, and building this
+        was ~0.3 ms of the event loop's time per provider before its search could be sent."""
+        key = tuple(memory_ids)
+        if (kept := self._scopes.get(key)) is None:
+            kept = self._scopes[key] = MappingProxyType({self._entity(m): m for m in key})
+        return kept
 
     async def recall(self, memory_ids: Sequence[str], query: RecallQuery) -> RecallAnswer:
         """`query` by mem0's search, `filters` judged here on the memory's records, fused when both are
@@ -116,7 +129,7 @@ class Mem0Recall:
     ) -> tuple[builtins.list[tuple[Record, float]], bool]:
         """The `query` list, best first, at most `depth` long; and whether the largest pool mem0 can be
         asked for may still have left out records that belong in the first `limit`."""
-        by_entity = {self._entity(m): m for m in memory_ids}
+        by_entity = self._scope(memory_ids)
         top_k = min(SEARCH_CAP, max(query.limit * 2, query.limit + 10))
         totals: builtins.list[int | None] = []  # the server's size, read at most once per recall
         while True:

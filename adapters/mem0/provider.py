@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
+from cachetools import LRUCache
 
 from adapters.base import (
     Capabilities,
@@ -52,6 +53,7 @@ from adapters.base import (
     Writer,
 )
 from adapters.mem0 import _records as records
+from adapters.mem0._decoded import DecodedItems
 from adapters.mem0._erase import Mem0Erase
 from adapters.mem0._reads import PLATFORM_OR_CHUNK, Mem0Reads
 from adapters.mem0._sizes import EntitySizes
@@ -127,6 +129,8 @@ class Mem0Provider(Mem0Reads, Mem0Erase):
         self.variant = variant
         self._prefix = entity_prefix
         self._entities: dict[str, str] = {}  # memory id -> entity id, checked once (a dict: read per item)
+        self._decoded = DecodedItems()  # a memory asked again is not decoded again
+        self._scopes = LRUCache(maxsize=64)  # the entities of a recall's memories (Mem0Recall._scope)
         self._wire = Wire(client, base_url=base_url, key=Secret(api_key), dialect=dialect, timeout=timeout)
         self._sizes = EntitySizes(self._wire)
         limit = OSS_RECORDS_PER_MEMORY if variant == "oss" else None
@@ -208,7 +212,7 @@ class Mem0Provider(Mem0Reads, Mem0Erase):
             log.warning("mem0 returned a memory whose id is not a UUID; it cannot be addressed, skipped")
             return None
         try:
-            return records.decode(item, record_id=record_id, memory_id=memory_id)
+            return self._decoded.decode(item, record_id=record_id, memory_id=memory_id)
         except records.OtherMemory:
             log.warning("mem0 memory %s is filed under this entity but names another memory", vendor_id)
             return None

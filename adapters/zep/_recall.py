@@ -7,11 +7,14 @@ fused by reciprocal rank, as every provider fuses its signals.
 - What Zep can judge is asked of it: current facts only (`invalid_at`/`expired_at` is null) unless
   `include: all`; a type whose records are episodes by memfed's `memfed_type` key (v4 `metadata_filters`).
   The rest (`types` across kinds, `as_of`, v4's closing marks) is judged here on what comes back.
-- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing. A recall by
-  `filters` alone narrows the listing where that keeps every answer the same (`_listing`): no edges when
-  no fact can pass; on v4, `type` and the `filter_attributes` keys sent to an episodes-only listing and
-  `time.valid_from` to the edge listing (`_pushdown`), the candidates' chains then listed whole. Every
-  condition is judged here on what came back; `RecallAnswer.emulated` names what memfed judged alone.
+- `filters` are memfed's fields, which live in memfed's keys: judged on the graph's listing, narrowed
+  where that keeps every answer the same (`_listing`): no edges when no fact can pass and none was
+  searched up; on v4, `type` and the `filter_attributes` keys sent to an episodes-only listing and
+  `time.valid_from` to the edge listing (`_pushdown`), the candidates' chains then listed whole. A
+  searched recall narrows the same listing, never the search (each signal ranks on its own: a record
+  matching the question and not the filters is still answered), and the hits the narrowed listing left
+  out are read through their own chains. Every condition is judged here on what came back;
+  `RecallAnswer.emulated` names what memfed judged alone.
 - A hit on a version that a later one closed is dropped (or, with `include: all`, read as its record's
   current version). Edges and v4 objects say so themselves; a v3 node or episode cannot, so its graph
   is listed once to know.
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -113,11 +116,13 @@ class ZepRecall(ZepReads):
         return RecallAnswer(hits=tuple(_fused(lists, query.limit)), emulated=emulated)
 
     def pushdown(self, query: RecallQuery) -> _pushdown.Pushdown:
-        """What of the recall's `filters` is sent to Zep: only on v4, only for a recall by `filters` alone
-        (a searched hit is read through a whole listing, which then judges the filters without another
-        call) whose listing holds episodes only (derived edges and nodes reference every kind)."""
+        """What of the recall's `filters` is sent to Zep: only on v4, only to a listing that holds
+        episodes only (derived edges and nodes reference every kind). Never to a search: each signal ranks
+        on its own, so a filter must not narrow the `query` or `text` list (a record matching the question
+        and not the filters is answered too); the searched hits are read through the narrowed listing
+        with their own chains added (`_listed`)."""
         kinds, listing = listing_for(query)
-        narrowed = self.variant == "v4" and not (query.query or query.text) and kinds == ("episode",)
+        narrowed = self.variant == "v4" and kinds == ("episode",)
         return _pushdown.plan(query.filters, self._filter_attributes, narrowed=narrowed,
                               types_listed=bool(listing.episode_types))
 
@@ -130,16 +135,30 @@ class ZepRecall(ZepReads):
         asked = [(s, t) for s, t in signals if t]
         kinds = kinds_for(query.types)
         searches = [(signal, kind, words) for signal, words in asked for kind in kinds]
+        # The listing starts with the searches: only its chains of the hits it left out wait for them.
+        searching = asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+
+        async def hits() -> dict[Kind, builtins.list[dict[str, Any]]]:
+            by_kind: dict[Kind, builtins.list[dict[str, Any]]] = {}
+            for (_, kind, _), items in zip(searches, await searching, strict=True):
+                by_kind.setdefault(kind, []).extend(items)
+            return by_kind
+
+        loaded: dict[str, builtins.list[records.Version]] | None = None
         try:
-            found = await asyncio.gather(*(self._search(graph, kind, words, query) for _, kind, words in searches))
+            if query.filters or query.include == "all" or query.as_of is not None or (
+                    self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
+                loaded = await self._listing(memory_id, graph, query, pushed, hits, {k for _, k, _ in searches})
+            found = await searching
         except NotFound:
             if await self._vanished(memory_id, graph):
                 return []
             raise
-        loaded: dict[str, builtins.list[records.Version]] | None = None
-        if query.filters or query.include == "all" or query.as_of is not None or (
-                self.variant == "v3" and any(k != "edge" for _, k, _ in searches)):
-            loaded = await self._listing(memory_id, graph, query, pushed)
+        finally:
+            if not searching.done():
+                searching.cancel()  # the listing failed or was cancelled: no search outlives the recall
+            elif not searching.cancelled():
+                searching.exception()  # retrieved: a search error the listing's own error hid is not logged
         out: list[tuple[Signal, list[Record]]] = []
         for (signal, kind, _), items in zip(searches, found, strict=True):
             ranked = [r for r in (self._hit(memory_id, kind, item, query, loaded) for item in items) if r is not None]
@@ -152,16 +171,16 @@ class ZepRecall(ZepReads):
             out.append(("filters", _kept(matching, query)))
         return out
 
-    async def _listing(self, memory_id: str, graph: Graph, query: RecallQuery, pushed: _pushdown.Pushdown
+    async def _listing(self, memory_id: str, graph: Graph, query: RecallQuery, pushed: _pushdown.Pushdown,
+                       hits: Callable[[], Awaitable[Mapping[Kind, Sequence[dict[str, Any]]]]], searched: set[Kind]
                        ) -> dict[str, builtins.list[records.Version]]:
-        """The records a recall reads through: the graph's listing, narrowed where a recall by `filters`
-        alone lets it be (`pushdown`)."""
+        """The records a recall reads through: the graph's listing, narrowed where the recall's `filters`
+        let it be (`pushdown`); a searched hit (of the `searched` kinds, `hits` once the searches answer)
+        the narrowed listing left out is read with its chain."""
         kinds, listing = listing_for(query)
-        if query.query or query.text:
-            return await self._load(memory_id, kinds, listing)
-        if not _pushdown.admits_type(query.filters, query.types, "fact"):
+        if "edge" not in searched and not _pushdown.admits_type(query.filters, query.types, "fact"):
             # No other record references an edge (a derived one references nodes and episodes), so a
-            # recall whose every list excludes facts does not list them.
+            # recall whose every list excludes facts (no fact searched up either) does not list them.
             kinds = tuple(k for k in kinds if k != "edge")
         listings = {kind: listing for kind in kinds}
         chained: set[Kind] = set()
@@ -175,24 +194,34 @@ class ZepRecall(ZepReads):
         if not chained and not pushed.groups:
             return await self._load(memory_id, kinds, listing)
         try:
-            listed = await asyncio.gather(*(self._listed(memory_id, graph, kind, kind_listing, kind in chained)
-                                            for kind, kind_listing in listings.items()))
+            listed = await asyncio.gather(*(
+                self._listed(memory_id, graph, kind, kind_listing, kind in chained,
+                             hits if kind_listing != listing and kind in searched else None)
+                for kind, kind_listing in listings.items()))
         except NotFound:
             if await self._vanished(memory_id, graph):
                 return {}
             raise
         return self._chains(memory_id, dict(zip(listings, listed, strict=True)))
 
-    async def _listed(self, memory_id: str, graph: Graph, kind: Kind, listing: ListFilters, chained: bool
+    async def _listed(self, memory_id: str, graph: Graph, kind: Kind, listing: ListFilters, chained: bool,
+                      hits: Callable[[], Awaitable[Mapping[Kind, Sequence[dict[str, Any]]]]] | None = None
                       ) -> builtins.list[dict[str, Any]]:
-        """The objects of `kind` Zep admits under `listing` and, when `chained`, every version of the
-        records among them (a second listing by `memfed_record`): a version filtered out may be the one
-        that closed a matching one, or the one `as_of` shows."""
+        """The objects of `kind` Zep admits under `listing` with the searched `hits` it left out and, for
+        every hit added (and, when `chained`, every record admitted), every version of the record (a second
+        listing by `memfed_record`): a version filtered out may be the one that closed a matching one, or
+        the one `as_of` shows; a hit must read as its record's current version whatever the filters."""
         found = await self._objects(graph, kind, listing)
-        if not chained:
-            return found
-        ids = sorted({v.record.id for item in found if (v := self._version(item, kind, memory_id))})
         seen = {str(item["uuid"]) for item in found}
+        wanted = list(found) if chained else []
+        for item in (await hits()).get(kind, ()) if hits is not None else ():
+            if str(item["uuid"]) not in seen:
+                seen.add(str(item["uuid"]))
+                found.append(item)
+                wanted.append(item)
+        ids = sorted({v.record.id for item in wanted if (v := self._version(item, kind, memory_id))})
+        if not ids:
+            return found
         for at in range(0, len(ids), CHAIN_IDS):
             batch = ids[at:at + CHAIN_IDS]
             again = ListFilters(edge_properties=(_pushdown.edge_records_filter(batch),)) if kind == "edge" \

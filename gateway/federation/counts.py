@@ -93,7 +93,12 @@ class RecordCounts:
         return counts
 
     async def _refresh(self, providers: Any, by_provider: Mapping[str, list[str]]) -> None:
-        await asyncio.gather(*(self._shared(providers, name, ids) for name, ids in by_provider.items()))
+        # Run once the answer has left, perhaps after another request's count of the same memories ended:
+        # what was counted since this request looked is not asked again.
+        old_before = time.monotonic() - self._fresh_seconds
+        still = {name: kept for name, ids in by_provider.items()
+                 if (kept := [m for m in ids if (seen := self._seen.get(m)) is None or seen[1] < old_before])}
+        await asyncio.gather(*(self._shared(providers, name, ids) for name, ids in still.items()))
 
     def _shared(self, providers: Any, name: str, ids: list[str]) -> asyncio.Future[Mapping[str, int]]:
         # Requests arriving while a count is asked wait for that answer instead of asking again.

@@ -23,6 +23,7 @@ from gateway.state.consolidations import ConsolidationRuns
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
 from gateway.state.engine import chunks, open_engine, ping
 from gateway.state.harnesses import Harnesses, PrimeLog
+from gateway.state.newest import NewestProbe
 from gateway.state.queries import NamedQueries
 from gateway.state.records import RecordAliases, Snapshots
 from gateway.state.rows import Rows, grant_of_row, grant_row, node_of_row
@@ -45,7 +46,10 @@ class StateStore:
         self.claims = Claims()
         self.directory = Directory()
         self.changes = coherence.ChangeMark()
-        self.version_probe = VersionProbe(engine)  # what catch_up asks before every decision
+        # What catch_up asks before every decision: a local SQLite file directly on the loop's thread
+        # (gateway/state/newest.py), else one held connection shared by requests (version_probe.py).
+        self._newest = NewestProbe(engine.url)
+        self.version_probe = VersionProbe(engine)
         self.first_admin: tuple[str, str] | None = None  # (member id, key) of the first admin `open` made
         # The typed repositories routes call (routes build no SQL): one per concept, each over this engine.
         self.snapshots, self.aliases = Snapshots(engine), RecordAliases(engine)
@@ -88,6 +92,7 @@ class StateStore:
             await engine.dispose()
 
     async def close(self) -> None:
+        self._newest.close()
         await self.version_probe.close()
         await self.engine.dispose()
 
@@ -118,7 +123,9 @@ class StateStore:
 
     async def catch_up(self) -> None:
         """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
-        newest = await self.version_probe.newest()
+        newest = self._newest.newest()
+        if newest is None:
+            newest = await self.version_probe.newest()
         if newest <= self.changes.seen:
             return
         async with self.changes.lock:

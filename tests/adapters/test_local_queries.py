@@ -8,15 +8,19 @@ exactly what it held before and no file was added next to it.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from adapters.base import ProviderRejected, Record, Reference, Unsupported
-from adapters.local import LocalProvider
+from adapters.local import LocalProvider, queries
 from adapters.local._query_container import RECORD_COLUMNS, SCHEMA_TEXT
 from adapters.queries import QueryParamError, QueryResult
 from tests.adapters.harnesses import M1, M2, PERSON, Stamps
@@ -440,3 +444,20 @@ def test_the_schema_an_agent_is_shown_is_the_container_schema() -> None:
     for column in RECORD_COLUMNS:
         assert f"\n    {column} " in SCHEMA_TEXT
     assert "CREATE TABLE refs" in SCHEMA_TEXT
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+async def test_a_members_statement_runs_at_the_lowest_cpu_priority(two: Two, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A free statement (which may spin for its whole budget) runs on a thread at nice 19, so it only
+    takes CPU the event loop and the provider's threads leave; the loop's own thread keeps its priority."""
+    seen: list[int] = []
+    real = queries.run
+
+    def observed(*args: Any, **kwargs: Any) -> QueryResult:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "run", observed)
+    result = await two.local.run_free(M1, "sql", "SELECT count(*) AS n FROM records", {})
+    assert result.rows and seen == [19]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < 19

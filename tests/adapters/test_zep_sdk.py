@@ -168,6 +168,11 @@ async def test_every_request_the_v4_adapter_sends_is_the_one_the_sdk_sends() -> 
         # sent to Zep: the attribute as metadata_filters groups, then the candidates' chains by record id
         await zep.recall([M1], RecallQuery(filters=(Condition("type", "in", ["note"]),
                                                     Condition("attributes.account", "in", ["acme", "x"]))))
+        # searched as well: the same narrowed listing, then the chains of the candidates and of the hits
+        await zep.recall([M1], RecallQuery(query="Acme renews", types=("note",), filters=(
+            Condition("attributes.account", "eq", "acme"),)))
+        await zep.recall([M1], RecallQuery(query="Ada works", filters=(
+            Condition("time.valid_from", "gte", stamps.tick().isoformat()),)))
         # the edge listing with date_filters on valid_at, then the facts' chains by property_filters
         await zep.recall([M1], RecallQuery(filters=(Condition("time.valid_from", "lte", stamps.tick().isoformat()),)))
         await zep.neighbourhood(M1, fact.id, 2)
