@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import httpx
 
+from adapters.clock import utc
 from adapters.errors import (
     ErasureIncomplete,
     ProviderError,
@@ -51,7 +52,6 @@ from adapters.records import (
     instant,
     part_from_json,
     part_to_json,
-    utc,
     writer_to_json,
 )
 

@@ -10,8 +10,8 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -59,7 +59,7 @@ from gateway.console import Console
 from gateway.errors import ApiError, internal_error, method_not_allowed, route_not_found
 from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
-from gateway.services import Services
+from gateway.services import Services, ServicesSlot
 from gateway.state.files import FileStore
 from gateway.state.loading import LoadProgress
 from gateway.state.private_files import private_dir, private_file
@@ -95,7 +95,7 @@ def endpoints() -> list[Endpoint]:
     ]
 
 
-async def open_services(config: Config, *, http_client: Any = None, audit: AuditLog | None = None,
+async def open_services(config: Config, *, http_client: httpx.AsyncClient | None = None, audit: AuditLog | None = None,
                         first_admin: bool = False, progress: LoadProgress | None = None) -> Services:
     """Everything a request needs, opened; on any failure (or a cancellation) what was opened is closed again,
     so a start that fails leaves no connection thread behind to keep the process from exiting.
@@ -167,7 +167,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return JSONAnswer(internal_error().envelope(), status_code=500)
 
 
-def create_app(config: Config, *, services: Services | None = None, http_client: Any = None,
+def create_app(config: Config, *, services: Services | None = None, http_client: httpx.AsyncClient | None = None,
                freeze_heap: bool = False, readiness: Readiness | None = None,
                telemetry: Telemetry | None = None) -> Starlette:
     """The app. Given `services`, it uses them as they are (tests); given `readiness` and no services, it
@@ -177,7 +177,7 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
     `freeze_heap` (for `memfed serve`): everything built at start-up (the tree, the routes, the imported
     modules) is moved out of the garbage collector's sight, so its full collections, which would otherwise
     walk all of it, stay short pauses in the middle of requests."""
-    holder: dict[str, Services] = {}
+    slot = ServicesSlot()
     deferred = readiness is not None and services is None
     ready = readiness or Readiness()
 
@@ -196,15 +196,9 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
             if opened:
                 await current.close()
 
-    class _Lazy:
-        """Routes are built before the lifespan opens the services; they look them up per request."""
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(holder["services"], name)
-
-    lazy: Any = _Lazy()
-    routes: list[BaseRoute] = [*api_routes(endpoints(), lazy)]
-    console = Console(lambda: holder["services"]) if config.console_enabled else None
+    # Routes are built before the lifespan opens the services; they look them up in the slot per request.
+    routes: list[BaseRoute] = [*api_routes(endpoints(), slot.get)]
+    console = Console(slot.get) if config.console_enabled else None
     if console is not None:
         routes += console.routes()
     if telemetry is not None and telemetry.serves_metrics_route:
@@ -216,12 +210,12 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
                     Middleware(health.ReadinessGate, readiness=ready)],
         exception_handlers={HTTPException: _not_found, Exception: _server_error},
     )
-    app.state.holder, app.state.readiness, app.state.freeze_heap = holder, ready, freeze_heap
+    app.state.slot, app.state.readiness, app.state.freeze_heap = slot, ready, freeze_heap
     if services is not None:
-        holder["services"] = services
+        slot.current = services
         app.state.services = services
         ready.loaded(services)
-    attach_mcp(app, lambda: holder["services"])
+    attach_mcp(app, slot.get)
     if console is not None:
         console.app = app  # its API calls go through the whole app, middleware included
     return app
@@ -229,7 +223,7 @@ def create_app(config: Config, *, services: Services | None = None, http_client:
 
 async def begin_serving(app: Starlette, services: Services) -> None:
     """The services are open: requests reach them, the outbox worker starts, readiness turns ready."""
-    app.state.holder["services"] = services
+    app.state.slot.current = services
     app.state.services = services
     await outbox.start_background(services)
     if app.state.freeze_heap:
@@ -254,5 +248,5 @@ async def end_serving(app: Starlette) -> None:
     """No more requests are taken; the outbox worker stops (a row it was sending keeps its lease and is
     looked for at its provider before it is sent again)."""
     app.state.readiness.drain()
-    if (services := app.state.holder.get("services")) is not None:
+    if (services := app.state.slot.current) is not None:
         await outbox.stop_background(services)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.api.fairness import MemberLimits
 from gateway.api.idempotency import Idempotency
@@ -20,6 +20,10 @@ from gateway.state.directory import Member
 from gateway.state.files import FileStore
 from gateway.state.store import StateStore
 
+if TYPE_CHECKING:  # the request object carries the services: named here for types only
+    from gateway.api._endpoint import Call
+    from gateway.identity.oidc import OidcVerifier
+
 log = logging.getLogger("memfed.services")
 
 
@@ -31,7 +35,7 @@ class Services:
     files: FileStore
     audit: AuditLog
     idempotency: Idempotency
-    oidc: Any = None
+    oidc: OidcVerifier | None = None
     openapi: dict[str, Any] = field(default_factory=dict)
     busy: dict[str, str] = field(default_factory=dict)  # memory id -> running consolidation run id
     counts: RecordCounts = field(default_factory=RecordCounts)
@@ -50,11 +54,11 @@ class Services:
             if tree.exists(busy_id) and tree.is_descendant(busy_id, memory_id):
                 raise busy("A consolidation run is changing this memory.", detail={"consolidation_id": run_id})
 
-    def decide(self, call: Any, operation: str, memory_id: str | None, privilege: str | None,
+    def decide(self, call: Call, operation: str, memory_id: str | None, privilege: str | None,
                allowed: bool, reason: str) -> None:
         self.decide_many(call, [(operation, memory_id, privilege, allowed, reason)])
 
-    def decide_many(self, call: Any, decisions: list[tuple[str, str | None, str | None, bool, str]]) -> None:
+    def decide_many(self, call: Call, decisions: list[tuple[str, str | None, str | None, bool, str]]) -> None:
         """Several decisions of one request, `(operation, memory, privilege, allowed, reason)`."""
         if not self.audit.enabled:
             return
@@ -62,33 +66,33 @@ class Services:
         who = principal.principal if principal else "anonymous"
         groups = tuple(f"group:{g}" for g in principal.groups) if principal else ()
         rid, at = call.request_id, now()  # one request's decisions share its moment
-        client = getattr(call, "client_request_id", None)
+        client = call.client_request_id
         self._journal(call, [(DecisionEntry(rid, who, groups, operation, memory_id, privilege, allowed, reason, at,
                                             client), ())
                              for operation, memory_id, privilege, allowed, reason in decisions])
 
-    def decide_plan(self, call: Any, operation: str, memory_id: str, privilege: str, sets: list[Coverage]) -> None:
+    def decide_plan(self, call: Call, operation: str, memory_id: str, privilege: str, sets: list[Coverage]) -> None:
         """A recall's plan: its decisions, one per memory, as coverage sets (gateway.audit.chain)."""
         if not self.audit.enabled or not sets:
             return
-        principal = call.principal
+        principal = call.authenticated()  # a plan is a recall's, and recall is never a public route
         count = sum(c.count for c in sets)
         entry = DecisionEntry(call.request_id, principal.principal, tuple(f"group:{g}" for g in principal.groups),
                               operation, memory_id, privilege, True,
                               f"decided on {count} memories below and at this one: see the coverage set",
-                              client_request_id=getattr(call, "client_request_id", None))
+                              client_request_id=call.client_request_id)
         self._journal(call, [(entry, sets)])
 
-    def _journal(self, call: Any, decided: list[tuple[DecisionEntry, Sequence[Coverage]]]) -> None:
+    def _journal(self, call: Call, decided: list[tuple[DecisionEntry, Sequence[Coverage]]]) -> None:
         # An HTTP request's decisions wait on the call and go to the journal in one write before its answer
         # leaves (gateway.api._endpoint); anything else is journaled at once.
-        pending = getattr(call, "decisions", None)
+        pending = call.decisions
         if pending is not None:
             pending.extend(decided)
         else:
             self.audit.record(decided)
 
-    def journal_pending(self, call: Any) -> None:
+    def journal_pending(self, call: Call) -> None:
         """Journal what a request decided so far and journal later decisions at once (a streamed answer)."""
         pending, call.decisions = call.decisions, None
         if pending:
@@ -99,6 +103,8 @@ class Services:
         from gateway.errors import ApiError
         from gateway.identity.oidc import InvalidToken, OidcUnavailable
 
+        if self.oidc is None:  # only a configured identity provider's tokens are JWTs the gateway reads
+            return None
         try:
             identity = await self.oidc.verify(token)
         except InvalidToken as exc:
@@ -122,3 +128,16 @@ class Services:
         await self.audit.close()
         await self.providers.close()
         await self.store.close()
+
+
+class ServicesSlot:
+    """Where an app's services are once opened. Its routes, console and MCP are built before the lifespan
+    (or `memfed serve`) opens them, and look them up here per request."""
+
+    def __init__(self, services: Services | None = None) -> None:
+        self.current = services
+
+    def get(self) -> Services:
+        if self.current is None:  # the readiness gate refuses requests before this; reaching here is a bug
+            raise RuntimeError("the gateway's services are not open yet")
+        return self.current

@@ -24,6 +24,7 @@ from typing import Any
 import aiosqlite
 
 from adapters.local import _sql as sql
+from adapters.local._schema import to_json
 
 log = logging.getLogger("memfed.local.meaning")
 
@@ -64,7 +65,7 @@ class Meaning:
             " LEFT JOIN meanings m ON m.seq = f.rowid"
             " WHERE m.seq IS NULL AND v.memory_id IN (SELECT value FROM json_each(:memories))"
             " ORDER BY f.rowid LIMIT :limit",
-            {"memories": sql.to_json(list(memory_ids), "memory ids"), "limit": limit}))
+            {"memories": to_json(list(memory_ids), "memory ids"), "limit": limit}))
         if not rows:
             return []
         vectors = await self.encode([" ".join(filter(None, (r["title"], r["body"]))) for r in rows])
@@ -74,14 +75,14 @@ class Meaning:
                    as_of: str | None, include: str, types: Sequence[str], depth: int) -> list[Any]:
         """The versions in scope nearest the question, best first, as version rows with a `place`."""
         asked = self._np.frombuffer((await self.encode([question]))[0], dtype="float32")
-        params: dict[str, Any] = {"memories": sql.to_json(list(memory_ids), "memory ids")}
+        params: dict[str, Any] = {"memories": to_json(list(memory_ids), "memory ids")}
         # Only constant SQL is pasted in (the scope clauses); every value is a bound parameter.
         where = "v.memory_id IN (SELECT value FROM json_each(:memories)) AND " + sql.scope(as_of, include)  # noqa: S608
         if as_of is not None:
             params["as_of"] = as_of
         if types:
             where += " AND v.type IN (SELECT value FROM json_each(:types))"
-            params["types"] = sql.to_json(list(types), "types")
+            params["types"] = to_json(list(types), "types")
         rows = list(await reader.execute_fetchall(
             f"SELECT v.*, m.vector FROM versions v JOIN meanings m ON m.seq = v.seq WHERE {where}",  # noqa: S608
             params))

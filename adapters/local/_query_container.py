@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 # Kept small and flat so that an agent can write a correct statement from this text (§6.5).
 SCHEMA_TEXT = """\
@@ -144,6 +144,8 @@ def _authorizer(internal: frozenset[str]) -> Callable[[int, str | None, str | No
 # --------------------------------------------------------------------------- linear replacements
 
 Value = str | bytes | int | float | None
+S = TypeVar("S", str, bytes)  # a text or a blob, stripped alike
+E = TypeVar("E")  # one of its elements: a character, or a byte's value
 
 
 def _text(value: Value) -> str | bytes:
@@ -175,24 +177,27 @@ def _stripper(left: bool, right: bool) -> Callable[[Value, Value], Value]:
     def strip(value: Value, chars: Value) -> Value:
         if value is None or chars is None:
             return None
-        v: Any = _text(value)
-        c: Any = _text(chars)
-        if isinstance(v, bytes) != isinstance(c, bytes):
-            v, c = _as_str(v), _as_str(c)
-        wanted = set(c)
-        if len(wanted) <= 256:
-            # The C strip scans `chars` once per character it looks at: fast while `chars` is short.
-            few = bytes(wanted) if isinstance(c, bytes) else "".join(wanted)
-            v = v.lstrip(few) if left else v
-            return v.rstrip(few) if right else v
-        start, end = 0, len(v)
-        while left and start < end and v[start] in wanted:
-            start += 1
-        while right and end > start and v[end - 1] in wanted:
-            end -= 1
-        return v[start:end]
+        v, c = _text(value), _text(chars)
+        if isinstance(v, bytes) and isinstance(c, bytes):
+            return _strip(v, set(c), bytes, left, right)
+        # Text and bytes mixed: both read as text, as SQLite reads them.
+        return _strip(_as_str(v), set(_as_str(c)), "".join, left, right)
 
     return strip
+
+
+def _strip(v: S, wanted: set[E], joined: Callable[[set[E]], S], left: bool, right: bool) -> S:
+    if len(wanted) <= 256:
+        # The C strip scans `chars` once per character it looks at: fast while `chars` is short.
+        few = joined(wanted)
+        v = v.lstrip(few) if left else v
+        return v.rstrip(few) if right else v
+    start, end = 0, len(v)
+    while left and start < end and v[start] in wanted:
+        start += 1
+    while right and end > start and v[end - 1] in wanted:
+        end -= 1
+    return v[start:end]
 
 
 def _as_str(value: str | bytes) -> str:

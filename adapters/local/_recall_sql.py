@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.base import Condition, Signal
+from adapters.local._schema import to_json
 from adapters.local._sql import (
     AVERAGES,
     BODY_WEIGHT,
@@ -37,7 +38,6 @@ from adapters.local._sql import (
     phrases_all,
     phrases_meaning,
     scope,
-    to_json,
 )
 
 # FTS5's corpus as its bm25 sees it: every row of the word index, all memories' versions.

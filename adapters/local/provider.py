@@ -49,6 +49,7 @@ from adapters.local._connections import LocalConnections
 
 # `fuse` is re-exported: the PostgreSQL provider ranks as this one does.
 from adapters.local._ranking import fuse as fuse
+from adapters.local._schema import to_json
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
@@ -200,7 +201,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         holds them, so then every erased id is reported unreachable.
         """
         wanted = list(dict.fromkeys(record_ids))
-        params = {"memory": memory_id, "ids": sql.to_json(wanted, "record ids")}
+        params = {"memory": memory_id, "ids": to_json(wanted, "record ids")}
         async with self._writing() as db:
             found = {row["record_id"] for row in await db.execute_fetchall(sql.FIND, params)}
             if found:
@@ -252,7 +253,7 @@ class LocalProvider(LocalConnections, LocalQueries):
             raise ProviderRejected("limit must be at least 1")
         at = sql.ts_or_none(as_of)
         params: dict[str, Any] = {"memory": memory_id, "as_of": at, "n": limit + 1}
-        params["types"] = sql.to_json(list(types), "types")
+        params["types"] = to_json(list(types), "types")
         if cursor is not None:
             params["after_at"], params["after_id"] = sql.decode_cursor(cursor)
         query = sql.list_statement(at, include, types=bool(types), after=cursor is not None)
@@ -272,7 +273,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         return versions
 
     async def count(self, memory_ids: Sequence[str]) -> Mapping[str, int]:
-        params = {"memories": sql.to_json(list(memory_ids), "memory ids")}
+        params = {"memories": to_json(list(memory_ids), "memory ids")}
         async with self._reading() as db:
             rows = await db.execute_fetchall(sql.COUNT, params)
         counts = {m: 0 for m in memory_ids}

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 import aiosqlite
 
@@ -45,6 +45,8 @@ from adapters.local._query_container import RECORD_COLUMNS, SCHEMA_TEXT, open_co
 from adapters.pace import off_the_clock
 from adapters.queries import DEFAULT_MAX_ROWS, DEFAULT_MAX_SECONDS, QueryCheck, QueryParamError, QueryResult
 
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 LANGUAGE = "sql"
 
 MAX_RESULT_BYTES = 4 * 1024 * 1024
@@ -165,7 +167,7 @@ class LocalQueries:
         return tuple(sql.record(by_id[i]) for i in wanted if i in by_id)
 
 
-async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+async def _in_thread(fn: Callable[[*Ts], T], *args: *Ts) -> T:
     # Off the vendor's clock: waiting for one of the few runners behind other callers' statements, and
     # the caller's statement itself, bounded by its own budget, say nothing of the file's health.
     with off_the_clock("budget"):

@@ -58,6 +58,7 @@ from adapters.mem0._erase import Mem0Erase
 from adapters.mem0._reads import PLATFORM_OR_CHUNK, Mem0Reads
 from adapters.mem0._sizes import EntitySizes
 from adapters.mem0.wire import ABSENT, DIALECTS, OSS_LIST_CAP, Secret, Wire
+from adapters.version_format import BadMetadata
 from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 
 __all__ = ["PLATFORM_OR_CHUNK", "PLATFORM_URL", "RECORD_PREFIX", "Mem0Provider"]
@@ -215,13 +216,13 @@ class Mem0Provider(Mem0Reads, Mem0Erase):
         except records.OtherMemory:
             log.warning("mem0 memory %s is filed under this entity but names another memory", vendor_id)
             return None
-        except records.BadMetadata as exc:
+        except BadMetadata as exc:
             # Someone changed memfed's metadata at mem0 itself. Refusing would make the whole memory
             # unreadable; the record is shown as mem0 holds it, as if memfed had never written it.
             log.warning("mem0 memory %s carries memfed metadata memfed cannot read: %s", vendor_id, exc)
         try:
             return records.foreign(item, record_id=record_id, memory_id=memory_id)
-        except records.BadMetadata as exc:
+        except BadMetadata as exc:
             raise ProviderUnavailable(f"mem0 memory {vendor_id} is in a shape memfed cannot read") from exc
 
     async def _fetch(self, memory_id: str, record_id: str) -> tuple[str, records.Stored]:

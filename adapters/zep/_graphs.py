@@ -15,9 +15,9 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from adapters.base import ProviderUnavailable
+from adapters.zep._dialect import Dialect
 from adapters.zep._http import ABSENT, Http
 from adapters.zep._shapes import Graph
 
@@ -25,7 +25,7 @@ ABSENT_FOR = 2.0
 
 
 class Graphs:
-    def __init__(self, http: Http, dialect: Any, data_dir: Path | None) -> None:
+    def __init__(self, http: Http, dialect: Dialect, data_dir: Path | None) -> None:
         self._http = http
         self._dialect = dialect
         self._file = data_dir / "zep-graphs.json" if data_dir is not None else None

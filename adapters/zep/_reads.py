@@ -20,6 +20,7 @@ from adapters import filters as select
 from adapters.base import Include, Page, ProviderUnavailable, Record, RecordNotFound, RecordStatus, utc
 from adapters.version_format import BadMetadata
 from adapters.zep import _records as records
+from adapters.zep._dialect import Dialect
 from adapters.zep._http import Http, NotFound
 from adapters.zep._shapes import KINDS, Graph, Kind, ListFilters
 
@@ -28,7 +29,7 @@ MAX_PAGES = 1000  # a guard against a cursor that never ends
 
 class ZepReads:
     _http: Http
-    _dialect: Any
+    _dialect: Dialect
     _carriers: Mapping[Kind, Any]
 
     async def _graph(self, memory_id: str) -> Graph | None:

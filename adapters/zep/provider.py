@@ -42,9 +42,11 @@ from adapters.base import (
     Unsupported,
     Writer,
 )
+from adapters.records import words_of as render_text
 from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
 from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
+from adapters.zep._dialect import DIALECTS
 from adapters.zep._graphs import Graphs
 from adapters.zep._http import Http, NotFound, Secret
 from adapters.zep._ingests import Ingests
@@ -52,14 +54,11 @@ from adapters.zep._pushdown import ATTRIBUTE_NAME
 from adapters.zep._recall import ZepRecall
 from adapters.zep._shapes import ANCHOR_LABEL, ANCHOR_NAME, KINDS, METADATA_KEYS, Graph, Kind, NewEdge, Written, iso
 from adapters.zep._tasks import settle
-from adapters.zep._v3 import V3
-from adapters.zep._v4 import V4
 
 log = logging.getLogger("memfed.adapters.zep")
 
 CLOUD_URL = "https://api.getzep.com"
 _OPTIONS = {"base_url", "variant", "timeout", "calls_at_once", "task_wait", "task_poll", "filter_attributes"}
-DIALECTS: dict[str, Any] = {"v4": V4(), "v3": V3()}
 
 
 def _capabilities(variant: str, filter_attributes: Sequence[str]) -> Capabilities:
@@ -187,14 +186,14 @@ class ZepProvider(ZepRecall, ZepDerivation):
             if kind == "edge":
                 at = version.time.written_at
                 source, target = await self._ends(graph, version)
-                edge = NewEdge(fact=records.render_text(version), name=_relation(version), source=source,
+                edge = NewEdge(fact=render_text(version), name=_relation(version), source=source,
                                target=target, valid_at=version.time.valid_from,
                                invalid_at=(version.time.valid_to or at) if closing else version.time.valid_to,
                                expired_at=at if closing else None, pack=pack)
                 return self._dialect.edges_written(await self._send(self._dialect.add_edges(graph, [edge], key)))[0]
             if kind == "node":
-                name = (version.title or records.render_text(version))[:200]
-                summary = "" if closing else records.render_text(version)
+                name = (version.title or render_text(version))[:200]
+                summary = "" if closing else render_text(version)
                 call = self._dialect.add_node(graph, name, "Entity", summary, pack, key)
                 return self._dialect.node_written(await self._send(call))
             data, type_ = ('{"memfed":"forgotten"}', "json") if closing else records.episode_body(version)

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, select, update
 
@@ -66,6 +66,9 @@ from gateway.clock import now_ms
 from gateway.federation.writes import maybe_applied
 from gateway.ids import new_id
 from gateway.state import harness_schema as h
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("memfed.outbox")
 
@@ -141,7 +144,7 @@ def job_id_for(write_id: str) -> str:
     return "hjob_" + write_id.split("_", 1)[-1]
 
 
-async def enqueue(services: Any, memory_id: str, provider: str, episodes: Sequence[Episode],
+async def enqueue(services: Services, memory_id: str, provider: str, episodes: Sequence[Episode],
                   created_by: str, job_id: str | None = None) -> Enqueued:
     """Commit a job and one outbox row per episode, in one transaction.
 
@@ -169,7 +172,7 @@ async def enqueue(services: Any, memory_id: str, provider: str, episodes: Sequen
     return Enqueued(job_id, tuple(SimpleNamespace(**r) for r in rows), claim)
 
 
-async def release(services: Any, row_ids: Sequence[str]) -> None:
+async def release(services: Services, row_ids: Sequence[str]) -> None:
     """Give back rows claimed at `enqueue` and never sent, as if never claimed: the worker sends them."""
     if not row_ids:
         return
@@ -179,7 +182,7 @@ async def release(services: Any, row_ids: Sequence[str]) -> None:
                            .values(lease_until=0, attempts=0))
 
 
-async def job_row(services: Any, job_id: str) -> Any:
+async def job_row(services: Services, job_id: str) -> Any:
     return await services.store.rows.fetch_one(h.observe_jobs, id=job_id)
 
 
@@ -198,7 +201,7 @@ async def _refresh_job(conn: Any, job_id: str) -> None:
 # ------------------------------------------------------------------ sending one row
 
 
-def _lease_ms(services: Any, provider: str) -> int:
+def _lease_ms(services: Services, provider: str) -> int:
     handle = services.providers.get(provider)
     seconds = handle.config.timeout if handle is not None else 2.0
     # One send is at most a dedupe read (two tries) and a write (one), each bounded by the timeout:
@@ -211,7 +214,7 @@ def _settle(handle: Any) -> float:
     return handle.config.settle_seconds() if handle is not None else 0.0
 
 
-async def _claim(services: Any, row_id: str, provider: str) -> Any:
+async def _claim(services: Services, row_id: str, provider: str) -> Any:
     """Take the row for one send, or None when it is delivered, failed, or another sender holds it."""
     o = h.observe_outbox
     stamp = now_ms()
@@ -224,7 +227,7 @@ async def _claim(services: Any, row_id: str, provider: str) -> Any:
         return (await conn.execute(select(o).where(o.c.id == row_id))).first()
 
 
-async def _finish(services: Any, row: Any, **values: Any) -> None:
+async def _finish(services: Services, row: Any, **values: Any) -> None:
     async with services.store.engine.begin() as conn:
         await conn.execute(update(h.observe_outbox).where(h.observe_outbox.c.id == row.id).values(**values))
         await _refresh_job(conn, row.job_id)
@@ -233,7 +236,7 @@ async def _finish(services: Any, row: Any, **values: Any) -> None:
 def _backoff(attempts: int, error: ProviderError) -> float:
     if isinstance(error, ProviderRateLimited) and error.retry_after:
         return min(BACKOFF_CAP, float(error.retry_after))
-    return min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, attempts - 1))
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2.0 ** max(0, attempts - 1))
 
 
 async def _already_there(handle: Any, memory_id: str, outbox_id: str) -> Record | None:
@@ -248,7 +251,7 @@ async def _already_there(handle: Any, memory_id: str, outbox_id: str) -> Record 
     return answer.hits[0].record if answer.hits else None
 
 
-async def send(services: Any, row_id: str, provider: str, *, row: Any = None) -> Outcome:
+async def send(services: Services, row_id: str, provider: str, *, row: Any = None) -> Outcome:
     """Claim the row (or take `row`, claimed at `enqueue` by the caller) and send its episode to the
     memory's provider; record what happened."""
     row = row if row is not None else await _claim(services, row_id, provider)
@@ -287,7 +290,7 @@ async def send(services: Any, row_id: str, provider: str, *, row: Any = None) ->
     return Outcome("delivered", record=found)
 
 
-async def _again(services: Any, row: Any, provider: str, exc: Exception, *, reached: bool,
+async def _again(services: Services, row: Any, provider: str, exc: Exception, *, reached: bool,
                  settle: float = 0.0) -> Outcome:
     """Keep the row for a later attempt after this one failed, or give it up after MAX_ATTEMPTS sends that
     reached the provider. `reached`: the send may have arrived (and may still be applied)."""
@@ -316,7 +319,7 @@ async def _again(services: Any, row: Any, provider: str, exc: Exception, *, reac
     return Outcome("retry", error=error)
 
 
-async def deliver_due(services: Any, *, ignore_schedule: bool = False) -> int:
+async def deliver_due(services: Services, *, ignore_schedule: bool = False) -> int:
     """One pass over the rows due now (all pending rows when `ignore_schedule`); returns how many were
     delivered. After one failure for a memory, that memory's later rows wait, so order is kept."""
     o = h.observe_outbox
@@ -339,7 +342,7 @@ async def deliver_due(services: Any, *, ignore_schedule: bool = False) -> int:
     return delivered
 
 
-async def backlog(services: Any) -> tuple[int, int | None]:
+async def backlog(services: Services) -> tuple[int, int | None]:
     """Rows not yet delivered, and when the oldest of them was made (ms; None: there is none)."""
     o = h.observe_outbox
     async with services.store.engine.connect() as conn:
@@ -347,13 +350,13 @@ async def backlog(services: Any) -> tuple[int, int | None]:
     return int(row[0]), None if row[1] is None else int(row[1])
 
 
-async def pending_count(services: Any) -> int:
+async def pending_count(services: Services) -> int:
     o = h.observe_outbox
     async with services.store.engine.connect() as conn:
         return int((await conn.execute(select(func.count()).where(o.c.status == "pending"))).scalar_one())
 
 
-async def _next_due_in(services: Any) -> float:
+async def _next_due_in(services: Services) -> float:
     o = h.observe_outbox
     async with services.store.engine.connect() as conn:
         first = (await conn.execute(select(func.min(o.c.next_attempt_at)).where(o.c.status == "pending"))).scalar()
@@ -368,7 +371,7 @@ async def _next_due_in(services: Any) -> float:
 class Worker:
     """Sends what is due, sleeps until the next row is due (or it is woken), and again."""
 
-    def __init__(self, services: Any) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -409,7 +412,7 @@ class Worker:
                     await self._wake.wait()
 
 
-async def _nothing_due(services: Any) -> bool:
+async def _nothing_due(services: Services) -> bool:
     o = h.observe_outbox
     stamp = now_ms()
     async with services.store.engine.connect() as conn:
@@ -421,7 +424,7 @@ async def _nothing_due(services: Any) -> bool:
 _workers: dict[int, Worker] = {}
 
 
-async def start_background(services: Any) -> Worker:
+async def start_background(services: Services) -> Worker:
     """Start the worker for these services (the app's lifespan calls this once)."""
     worker = _workers.get(id(services))
     if worker is None:
@@ -430,19 +433,19 @@ async def start_background(services: Any) -> Worker:
     return worker
 
 
-async def stop_background(services: Any) -> None:
+async def stop_background(services: Services) -> None:
     worker = _workers.pop(id(services), None)
     if worker is not None:
         await worker.stop()
 
 
-def wake(services: Any) -> None:
+def wake(services: Services) -> None:
     worker = _workers.get(id(services))
     if worker is not None:
         worker.wake()
 
 
-def worker_for(services: Any) -> Worker | None:
+def worker_for(services: Services) -> Worker | None:
     return _workers.get(id(services))
 
 

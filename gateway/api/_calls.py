@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from adapters.base import (
     ErasureIncomplete,
@@ -15,18 +15,22 @@ from gateway.federation.failures import provider_failure
 from gateway.federation.providers import ProviderHandle
 from gateway.state.tree import MemoryNode
 
+if TYPE_CHECKING:
+    from gateway.api._endpoint import Call
+    from gateway.services import Services
+
 log = logging.getLogger("memfed.api")
 T = TypeVar("T")
 
 
-def handle_for(services: Any, node: MemoryNode) -> ProviderHandle:
+def handle_for(services: Services, node: MemoryNode) -> ProviderHandle:
     handle: ProviderHandle | None = services.providers.get(node.provider)
     if handle is None:
         raise unavailable(node.provider, "not_connected")
     return handle
 
 
-async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], Awaitable[T]], *, read: bool) -> T:
+async def on_provider(services: Services, node: MemoryNode, fn: Callable[[Provider], Awaitable[T]], *, read: bool) -> T:
     handle = handle_for(services, node)
     try:
         return await handle.call(fn, read=read)
@@ -36,13 +40,13 @@ async def on_provider(services: Any, node: MemoryNode, fn: Callable[[Provider], 
         raise provider_failure(node, exc) from None
 
 
-async def resolve_record_id(services: Any, memory_id: str, record_id: str) -> str | None:
+async def resolve_record_id(services: Services, memory_id: str, record_id: str) -> str | None:
     """The current id of a record that was moved to another provider (its old id keeps working)."""
     found: str | None = await services.store.aliases.current_id(memory_id, record_id)
     return found
 
 
-async def with_alias(services: Any, node: MemoryNode, record_id: str,
+async def with_alias(services: Services, node: MemoryNode, record_id: str,
                      fn: Callable[[str], Callable[[Provider], Awaitable[T]]], *, read: bool) -> T:
     """Run `fn(record_id)` on the provider; on not-found retry once with the alias, if there is one."""
     try:
@@ -56,7 +60,7 @@ async def with_alias(services: Any, node: MemoryNode, record_id: str,
         return await on_provider(services, node, fn(alias), read=read)
 
 
-async def record_counts(services: Any, nodes: Iterable[MemoryNode], call: Any = None,
+async def record_counts(services: Services, nodes: Iterable[MemoryNode], call: Call | None = None,
                         *, wait: bool = True) -> dict[str, int | None]:  # fmt: skip
     """Active records per memory (gateway.federation.counts); None where the provider could not count, or,
     with `wait=False`, where no count is known yet. Counts that are old (or unknown, not waited for)

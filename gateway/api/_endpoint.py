@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.background import BackgroundTask
@@ -24,24 +24,31 @@ from gateway import limits
 from gateway.answers import JSONAnswer
 from gateway.errors import ApiError, invalid
 from gateway.federation.writes import WriteIntent
-from gateway.identity.auth import Principal, authenticate
+from gateway.identity.auth import Principal, authenticate, unauthenticated
 from gateway.ids import new_id
 from gateway.telemetry import annotate
 
+if TYPE_CHECKING:  # the services import the api's pieces (fairness, idempotency): named here for types only
+    from gateway.audit import Coverage, DecisionEntry
+    from gateway.services import Services
+
 log = logging.getLogger("memfed.api")
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
 class Call:
     request: Request
-    services: Any
-    principal: Principal
-    body: Any
-    query: Any
+    services: Services
+    # None on a public route (the endpoint's `public`); an authenticated route reads `authenticated()`.
+    principal: Principal | None
+    # The route's validated models (its endpoint's `body` and `query`), read typed through `body_as`/`query_as`.
+    body: BaseModel | None
+    query: BaseModel | None
     path: dict[str, str]
     request_id: str
     # Decisions made while the request is handled, journaled in one write before the answer leaves.
-    decisions: list[Any] | None = None
+    decisions: list[tuple[DecisionEntry, Sequence[Coverage]]] | None = None
     # Named spans of the request's time (ms) reported in Server-Timing beside the gateway's own total.
     timings: dict[str, float] = field(default_factory=dict)
     # Work the answer does not wait for, started once the answer has been sent (e.g. refreshing counts).
@@ -56,8 +63,33 @@ class Call:
               reason: str) -> None:
         self.services.decide(self, operation, memory_id, privilege, allowed, reason)
 
+    def authenticated(self) -> Principal:
+        """The caller of an authenticated route. A public route has none: asking there is answered as a
+        request without credentials (the 401 envelope), never as a server error."""
+        if self.principal is None:
+            raise unauthenticated()
+        return self.principal
 
-Handler = Callable[[Call], Awaitable[Any]]
+    def body_as(self, model: type[M]) -> M:
+        """The body as the route's model: the one its endpoint declared, which the runner validated."""
+        return _declared(self.body, model, "body")
+
+    def query_as(self, model: type[M]) -> M:
+        """The query string as the route's model (its endpoint's `query`), validated by the runner."""
+        return _declared(self.query, model, "query")
+
+
+def _declared(value: BaseModel | None, model: type[M], part: str) -> M:
+    # A handler asking for a model its endpoint does not declare is a wiring bug of the route, not the
+    # client's doing: it fails loudly (a 500 that is logged) rather than reading the wrong shape.
+    if not isinstance(value, model):
+        raise TypeError(f"the route's {part} is {type(value).__name__}, not {model.__name__}")
+    return value
+
+
+# A route answers a JSON object (rendered by JSONAnswer) or a Response it built.
+Answer = Response | Mapping[str, object]
+Handler = Callable[[Call], Awaitable[Answer]]
 
 
 @dataclass(frozen=True)
@@ -87,9 +119,11 @@ class Endpoint:
     errors: tuple[int, ...] = ()
 
 
-def routes(endpoints: Iterable[Endpoint], services: Any) -> list[Route]:
+def routes(endpoints: Iterable[Endpoint], services: Callable[[], Services]) -> list[Route]:
     """One Starlette route per path, taking every method declared on it: a method the path does not
-    take is then a 405 whose `Allow` names all the ones it does (one route per method would name one)."""
+    take is then a 405 whose `Allow` names all the ones it does (one route per method would name one).
+
+    `services` answers the open services per request: routes are built before the app's lifespan opens them."""
     by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
     for endpoint in endpoints:  # first appearance keeps its place: literal paths stay before parameters
         by_path.setdefault(endpoint.path, {})[endpoint.method] = _runner(endpoint, services)
@@ -104,15 +138,12 @@ def _dispatching(path: str, runners: dict[str, Callable[[Request], Awaitable[Res
     return Route(path, only or dispatch, methods=list(runners))
 
 
-def route(endpoint: Endpoint, services: Any) -> Route:
-    return Route(endpoint.path, _runner(endpoint, services), methods=[endpoint.method])
-
-
-def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[Response]]:
+def _runner(endpoint: Endpoint, opened: Callable[[], Services]) -> Callable[[Request], Awaitable[Response]]:
     async def run(request: Request) -> Response:
         started = time.perf_counter()
         request_id, client_request_id = new_id("request"), _client_request_id(request)
         call: Call | None = None
+        services = opened()
         try:
             annotate(request_id=request_id, operation=endpoint.operation)
             if client_request_id is not None:
@@ -125,7 +156,7 @@ def _runner(endpoint: Endpoint, services: Any) -> Callable[[Request], Awaitable[
             with services.limits.hold(principal):  # per-member fairness (gateway/api/fairness.py)
                 query = _parse_query(endpoint, request)
                 body = await _parse_body(endpoint, request)
-                call = Call(request, services, principal, body, query, dict(request.path_params),  # type: ignore[arg-type]
+                call = Call(request, services, principal, body, query, dict(request.path_params),
                             request_id, decisions=[], client_request_id=client_request_id)
                 try:
                     if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
@@ -193,13 +224,13 @@ def _check_idempotency_key(request: Request) -> None:
                       code="memfed_invalid_request")
 
 
-def _parse_query(endpoint: Endpoint, request: Request) -> Any:
+def _parse_query(endpoint: Endpoint, request: Request) -> BaseModel | None:
     if endpoint.query is None:
         if request.query_params:
             name = next(iter(request.query_params))
             raise ApiError(422, endpoint.invalid_code, f"Unknown query parameter {name!r}.", param=name)
         return None
-    raw: dict[str, Any] = {}
+    raw: dict[str, str] = {}
     for name, value in request.query_params.multi_items():
         if name in raw:
             raise ApiError(422, endpoint.invalid_code, f"Query parameter {name!r} given twice.", param=name)
@@ -210,7 +241,7 @@ def _parse_query(endpoint: Endpoint, request: Request) -> Any:
         raise _validation_error(exc, endpoint.invalid_code) from None
 
 
-async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
+async def _parse_body(endpoint: Endpoint, request: Request) -> BaseModel | None:
     if endpoint.body is None:
         return None
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -226,7 +257,7 @@ async def _parse_body(endpoint: Endpoint, request: Request) -> Any:
         raw += chunk
     request._body = bytes(raw)  # what request.body() answers from now on (the idempotency key's hash reads it)
     if not raw.strip():
-        data: Any = {}  # no body at all: every field its default (a body of `null` is not this)
+        data: object = {}  # no body at all: every field its default (a body of `null` is not this)
     else:
         try:
             data = limits.loads(bytes(raw))

@@ -15,10 +15,11 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from adapters.base import Erasure, ErasureIncomplete, Provider, ProviderError, Record
-from gateway.api._calls import handle_for, provider_failure
+from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call
 from gateway.clock import now_ms
 from gateway.errors import ApiError
+from gateway.federation.failures import provider_failure
 from gateway.federation.providers import ProviderHandle
 from gateway.federation.writes import (
     CannotLook,

@@ -76,15 +76,15 @@ def _grant_entry(contribution: access.Contribution) -> dict[str, Any]:
 
 
 async def explain_access(call: Call) -> dict[str, Any]:
-    query: AccessQuery = call.query
+    query = call.query_as(AccessQuery)
     memory_id = call.path["memory_id"]
     store = call.services.store
-    if call.principal.is_admin and store.tree.exists(memory_id):
+    if call.authenticated().is_admin and store.tree.exists(memory_id):
         call.audit("access.explain", memory_id, "admin", True, "allowed: administrator")
         viewer = None
     else:
         require(call, memory_id, "delete", "access.explain")
-        viewer = call.principal.principals
+        viewer = call.authenticated().principals
     principals = principals_of(store, query.principal)
     if principals is None:
         raise invalid(f"No such principal {query.principal!r}.", param="principal")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.responses import JSONResponse
 
@@ -36,6 +36,9 @@ from gateway.errors import ApiError, unsupported
 from gateway.state.harnesses import Placed
 from gateway.state.tree import MemoryNode
 from policies import access
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 STANDING_LIMIT = 200  # standing records read per memory; more than a budget could hold anyway
 LIST_PAGE = 100
@@ -63,7 +66,7 @@ def _context_of(memory_id: str) -> Callable[[Provider], Awaitable[Sequence[Recor
     return run
 
 
-async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
+async def standing_records(services: Services, node: MemoryNode) -> list[Record]:
     """The memory's standing records, newest first. A provider with a context recall of its own
     (adapters/context.py: a memory-provider plugin's budgeted Recall) is asked for what it would place,
     in its order; one that filters is asked for them; one that does neither is listed (newest first,
@@ -90,7 +93,7 @@ async def standing_records(services: Any, node: MemoryNode) -> list[Record]:
     return _standing(found, node.id)
 
 
-async def prime_memory(services: Any, shown: Reader, node: MemoryNode, privileges: frozenset[str], *,
+async def prime_memory(services: Services, shown: Reader, node: MemoryNode, privileges: frozenset[str], *,
                        default: bool = False, tolerate: bool = False) -> priming.PrimeMemory:
     """One memory as the renderer takes it, read for `shown`'s principals. With `tolerate`, a provider
     failure becomes the memory's `problem` (a harness's prime goes on with the other memories)."""
@@ -127,14 +130,14 @@ async def log_prime(call: Call, primed: priming.Primed, principal: str, harness_
 
 
 async def prime(call: Call) -> dict[str, Any]:
-    query: PrimeQuery = call.query
+    query = call.query_as(PrimeQuery)
     node = require(call, call.path["memory_id"], "read", "memories.prime")
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     memory = await prime_memory(call.services, reader(call, "memories.prime.reference"), node,
                                 access.effective(tree, principals, node.id))
     primed = priming.render([memory], query.budget)
-    await log_prime(call, primed, call.principal.principal, None)
+    await log_prime(call, primed, call.authenticated().principal, None)
     return {"object": "memory.prime", "memory_id": node.id, **primed.document()}
 
 
@@ -149,7 +152,7 @@ def _refusal(node: MemoryNode, error: ProviderError | None) -> ApiError:
                     detail={"provider": node.provider, "reason": reason})
 
 
-def _deferred(services: Any, node: MemoryNode) -> bool:
+def _deferred(services: Services, node: MemoryNode) -> bool:
     """A provider that derives after it answers (§5.1) is answered with a job, never with records."""
     caps = handle_for(services, node).capabilities()
     return caps.observe_answers == "job" or caps.derivation == "background"
@@ -169,7 +172,7 @@ async def observe_episodes(call: Call, node: MemoryNode, episodes: Sequence[outb
         earlier = await outbox.job_row(services, job_id)
         if earlier is not None:
             return await _observed_before(call, node, earlier, deferred, extra)
-    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.principal.principal,
+    queued = await outbox.enqueue(services, node.id, node.provider, episodes, call.authenticated().principal,
                                   job_id=job_id)
     written: list[Record] = []
     stopped: outbox.Outcome | None = None if queued.claimed else outbox.Outcome("retry")
@@ -218,7 +221,7 @@ async def _observed_before(call: Call, node: MemoryNode, job: Any, deferred: boo
 
 
 async def observe(call: Call) -> JSONResponse:
-    body: Observe = call.body
+    body = call.body_as(Observe)
     node = require(call, call.path["memory_id"], "write", "memories.observe")
     writer, at = writer_for(call), now()
     episodes = [outbox.Episode(content=await parts_from(call, node, e.content), written_by=writer, written_at=at,
@@ -263,7 +266,7 @@ async def get_job(call: Call) -> dict[str, Any]:
     return out
 
 
-async def _still_deriving(services: Any, node: MemoryNode, record_ids: Sequence[str]) -> bool:
+async def _still_deriving(services: Services, node: MemoryNode, record_ids: Sequence[str]) -> bool:
     provider = handle_for(services, node).provider
     if not record_ids or not isinstance(provider, DerivingProvider):
         return False

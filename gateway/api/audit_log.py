@@ -35,15 +35,15 @@ class AuditFilters(Strict):
 
 
 async def read_log(call: Call) -> dict[str, Any]:
-    query: AuditFilters = call.query
+    query = call.query_as(AuditFilters)
     scope: frozenset[str] | None = None
-    if not call.principal.is_admin:
+    if not call.authenticated().is_admin:
         if not query.memory_id:
             raise admin_only("Only administrators read the whole log; give memory_id of a memory you hold delete on.",
                              param="memory_id")
         require(call, query.memory_id, "delete", "audit.read")
         tree = call.services.store.tree
-        scope = frozenset(m for m, _level, privileges in access.walk_down(tree, call.principal.principals,
+        scope = frozenset(m for m, _level, privileges in access.walk_down(tree, call.authenticated().principals,
                                                                           query.memory_id)
                           if "delete" in privileges)
     else:
@@ -71,7 +71,7 @@ async def read_log(call: Call) -> dict[str, Any]:
 def _hide_unseen(call: Call, entry: dict[str, Any]) -> dict[str, Any]:
     """A reason names the grants that decided, often on nodes above the reader's subtree: it is cut at
     the reader's reach (policies/reach.py), so a grant up there is only "inherited from above your reach"."""
-    tree, principals = call.services.store.tree, call.principal.principals
+    tree, principals = call.services.store.tree, call.authenticated().principals
     return {**entry, "reason": reach.cut_reason(entry["reason"], lambda m: reach.sees(tree, principals, m))}
 
 

@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -38,6 +38,9 @@ from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
 from gateway.state.consolidations import Busy, Run
 from gateway.state.tree import MemoryNode
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("memfed.api.consolidations")
 
@@ -63,7 +66,7 @@ def _busy(run_id: str, message: str = "A consolidation run is changing this memo
     return busy(message, detail={"consolidation_id": run_id})
 
 
-def _consolidating(services: Any, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
+def _consolidating(services: Services, node: MemoryNode) -> tuple[ProviderHandle, ConsolidatingProvider]:
     handle = handle_for(services, node)
     if not isinstance(handle.provider, ConsolidatingProvider) or handle.capabilities().consolidate != "runs":
         raise unsupported("The memory's provider does not expose consolidation runs.")
@@ -73,7 +76,7 @@ def _consolidating(services: Any, node: MemoryNode) -> tuple[ProviderHandle, Con
 # --------------------------------------------------------------------------- rows
 
 
-async def _run_row(services: Any, memory_id: str, run_id: str) -> Run:
+async def _run_row(services: Services, memory_id: str, run_id: str) -> Run:
     run: Run | None = await services.store.consolidations.get(memory_id, run_id)
     if run is None:
         raise ApiError(404, "memfed_consolidation_not_found", "No such consolidation run on this memory.",
@@ -120,7 +123,7 @@ async def _begin(call: Call, node: MemoryNode, handle: ProviderHandle, unit: str
     run = Run(run_id, node.id, handle.name, "running", "manual", stamp, None,
               read=json.dumps({unit: 0, "through": None}), changes=json.dumps(_summary(())),
               budget=json.dumps({"limit": budget, "unit": unit, "exhausted": False}), usage="{}",
-              resumed_after=resumed_after, reverts=reverts, reverted_by=None, created_by=call.principal.principal,
+              resumed_after=resumed_after, reverts=reverts, reverted_by=None, created_by=call.authenticated().principal,
               error="")
     try:
         # A run another process still runs holds the memory too; one whose process died is failed there.
@@ -149,7 +152,7 @@ def _failure(exc: BaseException) -> str:
     return "adapter_error"
 
 
-async def _finish(services: Any, node_id: str, run_id: str, changes: Sequence[Change], **values: str) -> None:
+async def _finish(services: Services, node_id: str, run_id: str, changes: Sequence[Change], **values: str) -> None:
     try:
         await services.store.consolidations.finish(run_id, [(c.record_id, c.kind, c.version) for c in changes],
                                                    at=now_ms(), changes=json.dumps(_summary(changes)), **values)
@@ -161,7 +164,7 @@ async def _finish(services: Any, node_id: str, run_id: str, changes: Sequence[Ch
 # --------------------------------------------------------------------------- start
 
 
-async def _resume_point(services: Any, memory_id: str) -> str | None:
+async def _resume_point(services: Services, memory_id: str) -> str | None:
     """Where the next run starts: after `read.through` of the last run if it stopped at its budget;
     from the beginning after a completed one (what has expired since must be read again)."""
     last: Run | None = await services.store.consolidations.last_finished(memory_id)
@@ -184,7 +187,7 @@ def _consolidate(memory_id: str, run_id: str, budget: int | None, after: str | N
     return run
 
 
-async def _execute(services: Any, handle: ProviderHandle, node_id: str, run_id: str, budget: int | None,
+async def _execute(services: Services, handle: ProviderHandle, node_id: str, run_id: str, budget: int | None,
                    after: str | None, unit: str) -> None:
     seen: list[Change] = []
     by = Writer("provider", handle.name, consolidation_id=run_id)
@@ -207,7 +210,7 @@ async def _execute(services: Any, handle: ProviderHandle, node_id: str, run_id: 
 
 
 async def start(call: Call) -> dict[str, Any]:
-    body: StartRun = call.body
+    body = call.body_as(StartRun)
     node = require(call, call.path["memory_id"], "write", "consolidations.start")
     handle, provider = _consolidating(call.services, node)
     unit = provider.consolidation_unit()
@@ -231,7 +234,7 @@ def _position(listing: str, cursor: str, shape: tuple[type, ...]) -> tuple[Any, 
 
 
 async def list_runs(call: Call) -> dict[str, Any]:
-    query: Page = call.query
+    query = call.query_as(Page)
     node = require(call, call.path["memory_id"], "read", "consolidations.list")
     before = _position(RUNS, query.cursor, (int, str)) if query.cursor else None
     rows = await call.services.store.consolidations.page(node.id, before, query.limit + 1)
@@ -247,7 +250,7 @@ async def get_run(call: Call) -> dict[str, Any]:
 
 
 async def list_changes(call: Call) -> dict[str, Any]:
-    query: Page = call.query
+    query = call.query_as(Page)
     node = require(call, call.path["memory_id"], "read", "consolidations.changes")
     run = await _run_row(call.services, node.id, call.path["run_id"])
     after = -1
@@ -265,7 +268,7 @@ async def list_changes(call: Call) -> dict[str, Any]:
 # --------------------------------------------------------------------------- revert
 
 
-async def _execute_revert(services: Any, handle: ProviderHandle, node_id: str, run: Run, revert_id: str,
+async def _execute_revert(services: Services, handle: ProviderHandle, node_id: str, run: Run, revert_id: str,
                           changes: list[Change]) -> None:
     by = Writer("provider", handle.name, consolidation_id=revert_id)
 

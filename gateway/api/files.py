@@ -55,7 +55,7 @@ async def _save(call: Call, form: FormData, limit: int, too_large: Callable[[], 
         raise too_large()
     purpose = form.get("purpose")
     stored = await call.services.files.save(
-        call.principal.principal, (upload_part.filename or "file")[:500], upload_part.content_type, data,
+        call.authenticated().principal, (upload_part.filename or "file")[:500], upload_part.content_type, data,
         purpose if isinstance(purpose, str) and purpose else "memory",
     )
     return stored.document()
@@ -63,7 +63,7 @@ async def _save(call: Call, form: FormData, limit: int, too_large: Callable[[], 
 
 async def get_file(call: Call) -> dict[str, Any]:
     stored = await call.services.files.get(call.path["file_id"])
-    if stored is None or stored.owner != call.principal.principal:
+    if stored is None or stored.owner != call.authenticated().principal:
         raise file_not_found("file_id")
     return stored.document()
 

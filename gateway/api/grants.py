@@ -26,13 +26,13 @@ async def list_grants(call: Call) -> dict[str, Any]:
     memory_id = call.path["memory_id"]
     require(call, memory_id, "read", "grants.list")
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     return page_json([grant_json(g) for g in reach.grants_in_reach(tree, principals, memory_id)], None)
 
 
 async def create_grant(call: Call) -> dict[str, Any]:
     memory_id = call.path["memory_id"]
-    body: CreateGrant = call.body
+    body = call.body_as(CreateGrant)
     store = call.services.store
     # Checked and written with no tree change in between: a move or a delete of the memory lands either
     # before the check (which then sees it) or after the grant.

@@ -157,10 +157,10 @@ def _edges(key: Key, record: Record, shown: Reader) -> list[dict[str, Any]]:
 
 
 async def graph(call: Call) -> dict[str, Any]:
-    body: Graph = call.body
+    body = call.body_as(Graph)
     services = call.services
     tree = services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     node = require(call, call.path["memory_id"], "read", "graph")
     scope = plan(tree, principals, node.id, cap=services.config.recall_cap)
     degraded = list(scope.degraded)

@@ -19,7 +19,7 @@ from policies import access
 def require(call: Call, memory_id: str, privilege: str, operation: str) -> MemoryNode:
     tree = call.services.store.tree
     node = tree.get(memory_id)
-    verdict = access.decide(tree, call.principal.principals, memory_id, privilege)
+    verdict = access.decide(tree, call.authenticated().principals, memory_id, privilege)
     call.audit(operation, memory_id, privilege, verdict.allowed, verdict.reason)
     if node is None or not verdict.visible:
         raise memory_not_found()
@@ -32,7 +32,7 @@ def require_visible(call: Call, memory_id: str, operation: str) -> tuple[MemoryN
     """The memory and the caller's privileges on it, when it holds any."""
     tree = call.services.store.tree
     node = tree.get(memory_id)
-    decision = access.explain(tree, call.principal.principals, memory_id) if node else None
+    decision = access.explain(tree, call.authenticated().principals, memory_id) if node else None
     if node is None or decision is None or not decision.privileges:
         reason = decision.reason("read") if decision else "refused: no such memory"
         call.audit(operation, memory_id, None, False, reason)
@@ -42,7 +42,7 @@ def require_visible(call: Call, memory_id: str, operation: str) -> tuple[MemoryN
 
 
 def require_admin(call: Call, operation: str) -> None:
-    if not call.principal.is_admin:
+    if not call.authenticated().is_admin:
         call.audit(operation, None, "admin", False, "refused: not an administrator")
         raise admin_only()
     call.audit(operation, None, "admin", True, "allowed: administrator")

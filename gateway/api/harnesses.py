@@ -57,8 +57,8 @@ async def load(call: Call, operation: str) -> Harness:
     """The harness row, for an administrator or for the harness's own agent; 404 for anyone else."""
     harness_id = call.path["harness_id"]
     row = await call.services.store.harnesses.get(harness_id)
-    mine = row is not None and row.agent_member_id == call.principal.member_id
-    if row is None or not (call.principal.is_admin or mine):
+    mine = row is not None and row.agent_member_id == call.authenticated().member_id
+    if row is None or not (call.authenticated().is_admin or mine):
         call.audit(operation, None, "harness", False, f"refused: harness {harness_id} is not the caller's")
         raise not_found()
     call.audit(operation, None, "harness", True,
@@ -95,13 +95,13 @@ def memories_json(store: StateStore, row: Harness) -> dict[str, Any]:
 
 
 async def create_harness(call: Call) -> dict[str, Any]:
-    body: CreateHarness = call.body
+    body = call.body_as(CreateHarness)
     require_admin(call, "harnesses.create")
     store = call.services.store
     if store.member(body.agent_member_id) is None:
         raise invalid(f"No member with id {body.agent_member_id!r}.", param="agent_member_id")
     stamp = now_ms()
-    made = Harness(new_id("harness"), body.name, body.agent_member_id, None, True, call.principal.member_id,
+    made = Harness(new_id("harness"), body.name, body.agent_member_id, None, True, call.authenticated().member_id,
                    stamp, stamp)
     await store.harnesses.create(made)
     return harness_json(made)
@@ -109,7 +109,7 @@ async def create_harness(call: Call) -> dict[str, Any]:
 
 async def list_harnesses(call: Call) -> dict[str, Any]:
     store = call.services.store
-    rows = await store.harnesses.listed(None if call.principal.is_admin else call.principal.member_id)
+    rows = await store.harnesses.listed(None if call.authenticated().is_admin else call.authenticated().member_id)
     return page_json((harness_json(r) for r in rows), None)
 
 
@@ -140,7 +140,7 @@ def _outside_notice(call: Call, node: MemoryNode) -> str | None:
 
 
 async def put_memories(call: Call) -> dict[str, Any]:
-    body: HarnessSettings = call.body
+    body = call.body_as(HarnessSettings)
     row = await load(call, "harnesses.memories.put")
     store = call.services.store
     notice = None
@@ -167,7 +167,7 @@ async def put_memories(call: Call) -> dict[str, Any]:
 
 
 async def harness_prime(call: Call) -> dict[str, Any]:
-    query: PrimeQuery = call.query
+    query = call.query_as(PrimeQuery)
     row = await load(call, "harnesses.prime")
     services = call.services
     tree = services.store.tree
@@ -189,7 +189,7 @@ async def harness_prime(call: Call) -> dict[str, Any]:
 
 async def record_turn(call: Call) -> Any:
     """A finished turn, as episodes in the default memory when observe is on (§9.1)."""
-    body: Turn = call.body
+    body = call.body_as(Turn)
     row = await load(call, "harnesses.turn")
     base = {"object": "harness.turn", "harness_id": row.id}
     if not row.observe:

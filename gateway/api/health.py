@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,6 +24,9 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses_admin import LiveOut, ReadyOut
 from gateway.errors import ApiError, method_not_allowed, route_not_found
 from gateway.state.loading import LoadProgress
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 Phase = Literal["loading", "ready", "draining"]
 Check = Callable[[], Awaitable[str]]  # "ok", or one word saying what is wrong
@@ -37,12 +40,12 @@ class Readiness:
 
     def __init__(self) -> None:
         self.phase: Phase = "loading"
-        self.services: Any = None
+        self.services: Services | None = None
         self.checks: dict[str, Check] = {}
         self._store_seen: tuple[float, str] | None = None
         self.progress = LoadProgress()  # how far the tree's load is, shown while loading
 
-    def loaded(self, services: Any) -> None:
+    def loaded(self, services: Services) -> None:
         self.services = services
         if self.phase == "loading":
             self.phase = "ready"
@@ -72,7 +75,7 @@ class Readiness:
             body["progress"] = self.progress.percent()  # a share of the tree read: no counts to a stranger
         return (200 if ready else 503), body
 
-    async def _state_store(self, services: Any) -> str:
+    async def _state_store(self, services: Services) -> str:
         now = time.monotonic()
         if self._store_seen is not None and now - self._store_seen[0] < PROBE_KEPT:
             return self._store_seen[1]

@@ -26,7 +26,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 
@@ -36,6 +36,9 @@ from gateway.errors import ApiError
 from gateway.federation.writes import Retry, WriteIntent, new_write_id
 from gateway.state import idempotency_keys as keys
 from gateway.state.store import StateStore
+
+if TYPE_CHECKING:  # the call and endpoint of a route: named for types only
+    from gateway.api._endpoint import Call, Endpoint
 
 log = logging.getLogger("memfed.idempotency")
 
@@ -65,12 +68,12 @@ class Idempotency:
         self._instance = secrets.token_hex(6)
         self._locks: dict[tuple[str, str], _Turn] = {}
 
-    async def run(self, call: Any, endpoint: Any, work: Callable[[], Awaitable[Response]]) -> Response:
+    async def run(self, call: Call, endpoint: Endpoint, work: Callable[[], Awaitable[Response]]) -> Response:
         key = call.request.headers["idempotency-key"]
         if len(key) > 255:
             raise ApiError(400, "memfed_invalid_idempotency_key", "Idempotency-Key is at most 255 characters.",
                            param="Idempotency-Key")
-        principal = call.principal.principal
+        principal = call.authenticated().principal
         fingerprint = hashlib.sha256(
             f"{endpoint.method} {call.request.url.path}\n".encode() + await call.request.body()
         ).hexdigest()

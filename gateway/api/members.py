@@ -12,7 +12,8 @@ from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
 from gateway.errors import ApiError, group_not_found, member_not_found
-from gateway.state.directory import Member
+from gateway.identity.auth import unauthenticated
+from gateway.state.directory import GroupRow, Member
 
 ADMIN_INVALID = "memfed_invalid_request"
 
@@ -37,15 +38,17 @@ def _member_or_404(call: Call) -> Member:
 
 async def create_member(call: Call) -> dict[str, Any]:
     require_admin(call, "members.create")
-    body: CreateMember = call.body
+    body = call.body_as(CreateMember)
     member = await call.services.store.create_member(body.name, body.type, is_admin=body.admin)
     return member_json(member, ())
 
 
 async def get_me(call: Call) -> dict[str, Any]:
     store = call.services.store
-    member = store.member(call.principal.member_id)
-    return member_json(member, call.principal.groups, store.keys_of(member.id))
+    member = store.member(call.authenticated().member_id)
+    if member is None:  # a credential that stands for no member is no credential
+        raise unauthenticated()
+    return member_json(member, call.authenticated().groups, store.keys_of(member.id))
 
 
 async def get_member(call: Call) -> dict[str, Any]:
@@ -73,7 +76,7 @@ async def revoke_key(call: Call) -> dict[str, Any]:
 
 async def create_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.create")
-    body: CreateGroup = call.body
+    body = call.body_as(CreateGroup)
     store = call.services.store
     if store.group_by_name(body.name) is not None:
         raise ApiError(409, "memfed_group_exists", "A group with this name exists.", param="name")
@@ -82,7 +85,7 @@ async def create_group(call: Call) -> dict[str, Any]:
             "members": []}
 
 
-def _group_and_member(call: Call) -> tuple[str, str]:
+def _group_and_member(call: Call) -> tuple[GroupRow, str]:
     store = call.services.store
     group = store.group(call.path["group_id"])
     if group is None:
@@ -90,36 +93,36 @@ def _group_and_member(call: Call) -> tuple[str, str]:
     member = store.member(call.path["member_id"])
     if member is None:
         raise member_not_found()
-    return group.id, member.id
+    return group, member.id
 
 
-def _group_json(call: Call, group_id: str) -> dict[str, Any]:
+def _group_json(call: Call, group: GroupRow) -> dict[str, Any]:
     store = call.services.store
-    group = store.group(group_id)
     return {"id": group.id, "object": "group", "name": group.name, "principal": f"group:{group.id}",
             "members": list(store.members_of(group.id))}
 
 
 async def get_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.get")
-    if call.services.store.group(call.path["group_id"]) is None:
+    group = call.services.store.group(call.path["group_id"])
+    if group is None:
         raise group_not_found()
-    return _group_json(call, call.path["group_id"])
+    return _group_json(call, group)
 
 
 async def add_to_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.add_member")
-    group_id, member_id = _group_and_member(call)
-    await call.services.store.add_to_group(group_id, member_id)
-    return _group_json(call, group_id)
+    group, member_id = _group_and_member(call)
+    await call.services.store.add_to_group(group.id, member_id)
+    return _group_json(call, group)
 
 
 async def remove_from_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.remove_member")
-    group_id, member_id = _group_and_member(call)
-    if not await call.services.store.remove_from_group(group_id, member_id):
+    group, member_id = _group_and_member(call)
+    if not await call.services.store.remove_from_group(group.id, member_id):
         raise ApiError(404, "memfed_not_a_member", "The member is not in this group.", param="member_id")
-    return _group_json(call, group_id)
+    return _group_json(call, group)
 
 
 ENDPOINTS = [

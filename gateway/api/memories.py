@@ -22,14 +22,14 @@ from policies import access, pages
 
 async def render_memories(call: Call, nodes: Sequence[MemoryNode]) -> list[dict[str, Any]]:
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     counts = await record_counts(call.services, nodes, call)
     return [memory_json(tree, principals, n, access.effective(tree, principals, n.id), counts.get(n.id))
             for n in nodes]
 
 
 async def create_memory(call: Call) -> dict[str, Any]:
-    body: CreateMemory = call.body
+    body = call.body_as(CreateMemory)
     services = call.services
     tree = services.store.tree
     provider = body.provider
@@ -44,10 +44,10 @@ async def create_memory(call: Call) -> dict[str, Any]:
             raise invalid(f"No provider named {provider!r} is configured.", param="provider")
         node = await services.store.create_memory(
             name=body.name, description=body.description, parent_id=body.parent_id,
-            restricted=body.restricted, provider=provider, created_by=call.principal.member_id,
+            restricted=body.restricted, provider=provider, created_by=call.authenticated().member_id,
         )
-    return memory_json(tree, call.principal.principals, node,
-                       access.effective(tree, call.principal.principals, node.id), 0)
+    return memory_json(tree, call.authenticated().principals, node,
+                       access.effective(tree, call.authenticated().principals, node.id), 0)
 
 
 async def get_memory(call: Call) -> dict[str, Any]:
@@ -58,10 +58,9 @@ async def get_memory(call: Call) -> dict[str, Any]:
 async def list_memories(call: Call) -> dict[str, Any]:
     """A page of one listing, resumed from the cursor's keys (gateway/api/tree_cursors.py): each page costs
     what it shows (and at most pages.BUDGET memories walked), not what lies before it."""
-    query: ListMemories = call.query
-    store = call.services.store
-    tree = store.tree
-    principals = call.principal.principals
+    query = call.query_as(ListMemories)
+    tree = call.services.store.tree
+    principals = call.authenticated().principals
     resume: str | None
     if query.parent:
         require_visible(call, query.parent, "memories.list")
@@ -86,7 +85,7 @@ async def list_memories(call: Call) -> dict[str, Any]:
 
 async def _entry_page(call: Call, after: EntryKey | None, limit: int) -> tuple[list[str], str | None]:
     store = call.services.store
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     keys = (await store.entries.sorted_for(principals)).keys
     start = bisect_right(keys, after) if after is not None else 0
     ids: list[str] = []
@@ -101,7 +100,7 @@ async def _entry_page(call: Call, after: EntryKey | None, limit: int) -> tuple[l
 
 
 async def update_memory(call: Call) -> dict[str, Any]:
-    body: UpdateMemory = call.body
+    body = call.body_as(UpdateMemory)
     memory_id = call.path["memory_id"]
     services = call.services
     tree = services.store.tree
@@ -124,7 +123,7 @@ async def update_memory(call: Call) -> dict[str, Any]:
             changes["restricted"] = body.restricted
         # Compared with the parent as the caller sees it: against the true one, a hidden parent's id would
         # be told from a random one by the answer (a no-op here, a refusal there).
-        if "parent_id" in given and body.parent_id != access.visible_parent(tree, call.principal.principals,
+        if "parent_id" in given and body.parent_id != access.visible_parent(tree, call.authenticated().principals,
                                                                              memory_id):
             require(call, memory_id, "delete", "memories.move")
             if body.parent_id is None:
@@ -161,7 +160,7 @@ async def delete_memory(call: Call) -> dict[str, Any]:
         # Claimed before the lock is let go: while the providers drop the records, nothing is created,
         # moved or granted in this subtree, so what is removed below is exactly what was dropped.
         claim = store.claims.claim(doomed)
-        seen = sum(1 for _m, _level, privileges in access.walk_down(store.tree, call.principal.principals,
+        seen = sum(1 for _m, _level, privileges in access.walk_down(store.tree, call.authenticated().principals,
                                                                     memory_id) if privileges)
     try:
         # Records first: if a provider fails, the tree still shows every memory whose records remain.

@@ -15,12 +15,12 @@ from typing import Any
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
-from gateway.api._calls import provider_failure
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.api.responses_admin import ImportOut, MigrationOut, MigrationProgressOut
 from gateway.errors import ApiError, internal_error, invalid, memory_not_found
+from gateway.federation.failures import provider_failure
 from gateway.migration import jobs as migration
 from gateway.migration import progress
 from gateway.migration.export_format import MEDIA_TYPE, dumps
@@ -56,7 +56,7 @@ def _memory(call: Call, operation: str) -> str:
 
 
 async def migrate(call: Call) -> dict[str, Any]:
-    body: Migrate = call.body
+    body = call.body_as(Migrate)
     memory_id = _memory(call, "memories.migrate")
     entry = progress.start(call.services, memory_id, body.to, body.recursive)
     try:

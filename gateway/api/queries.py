@@ -98,7 +98,7 @@ async def answer(call: Call, node: MemoryNode, result: QueryResult) -> dict[str,
         return {"object": "memory.query_result", "columns": list(result.columns),
                 "rows": [list(r) for r in result.rows], "degraded": degraded}
     tree = call.services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     # No ranking and no signal produced these: score is null and why is empty.
     shown = reader(call, "queries.reference")
     results = [recall_result_json(r, shown, node.id, None, ()) for r in result.records]
@@ -129,7 +129,7 @@ async def list_queries(call: Call) -> dict[str, Any]:
 
 
 async def define_query(call: Call) -> Any:
-    body: DefineQuery = call.body
+    body = call.body_as(DefineQuery)
     name = call.path["name"]
     check_name(name)
     if body.name is not None and body.name != name:
@@ -150,6 +150,8 @@ async def define_query(call: Call) -> Any:
         raise invalid(f"body uses the parameter {missing[0]!r}, which params does not declare.", param="params")
     created = await _store(call, node, name, body)
     row = await call.services.store.queries.get(node.id, name)
+    if row is None:  # deleted by another request between this one's write and its read back
+        raise not_found()
     return JSONAnswer(query_json(row), status_code=201 if created else 200)
 
 
@@ -157,7 +159,7 @@ async def _store(call: Call, node: MemoryNode, name: str, body: DefineQuery) -> 
     """Insert or replace (gateway/state/queries.py); True when the name was new."""
     what = Definition(body.description, json.dumps(body.params), body.requires, body.language, body.body)
     try:
-        return await call.services.store.queries.define(node.id, name, what, call.principal.member_id, now_ms())
+        return await call.services.store.queries.define(node.id, name, what, call.authenticated().member_id, now_ms())
     except DefinitionRaced:
         raise ApiError(409, "memfed_query_conflict", "The query changed while it was being defined; try again.") \
             from None
@@ -173,7 +175,7 @@ async def delete_query(call: Call) -> dict[str, Any]:
 
 
 async def run_query(call: Call) -> dict[str, Any]:
-    body: RunQuery = call.body
+    body = call.body_as(RunQuery)
     memory_id = call.path["memory_id"]
     node = require(call, memory_id, "read", "queries.run")
     row = await call.services.store.queries.get(node.id, call.path["name"])
@@ -193,7 +195,7 @@ async def run_query(call: Call) -> dict[str, Any]:
 
 
 async def free_query(call: Call) -> dict[str, Any]:
-    body: FreeQuery = call.body
+    body = call.body_as(FreeQuery)
     node = require(call, call.path["memory_id"], "read", "queries.free")
     handle, _ = querying(call, node, named=False)
     caps = handle.capabilities()

@@ -47,7 +47,7 @@ def _reject(memory_id: str) -> Callable[[str], Callable[[Provider], Awaitable[No
 
 
 async def ratify(call: Call) -> dict[str, Any]:
-    body: Ratify = call.body
+    body = call.body_as(Ratify)
     node = require(call, call.path["memory_id"], "write", "records.ratify")
     provider = handle_for(call.services, node).provider
     if not isinstance(provider, RatifyingProvider) or not provider.ratifies():

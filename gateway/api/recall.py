@@ -66,10 +66,10 @@ async def _timed(call: Call, name: str, work: Awaitable[T]) -> T:
 
 
 async def recall(call: Call) -> dict[str, Any]:
-    body: Recall = call.body
+    body = call.body_as(Recall)
     services = call.services
     tree = services.store.tree
-    principals = call.principal.principals
+    principals = call.authenticated().principals
     node = require(call, call.path["memory_id"], "read", "recall")
     deadline = deadline_of(call, body)
     kept = services.plans.get(tree, principals, node.id, body.depth, services.config.recall_cap)

@@ -41,7 +41,7 @@ REFERENCE = "records.reference"
 
 
 def writer_for(call: Call) -> Writer:
-    return Writer("member", call.principal.member_id, call.principal.type)
+    return Writer("member", call.authenticated().member_id, call.authenticated().type)
 
 
 async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] | None) -> tuple[Part, ...]:
@@ -58,7 +58,7 @@ async def parts_from(call: Call, node: MemoryNode, content: str | list[PartIn] |
         file_ref = None
         if part.type == "file" and part.file is not None:
             stored = await call.services.files.get(part.file.id)
-            if stored is None or stored.owner != call.principal.principal:
+            if stored is None or stored.owner != call.authenticated().principal:
                 raise file_not_found(f"content.{index}.file.id")
             if not any(fnmatch.fnmatch(stored.media_type, pattern) for pattern in media):
                 raise unsupported(f"The memory's provider does not keep {stored.media_type} files.",
@@ -77,7 +77,7 @@ def check_references(references: list[Reference]) -> None:
 
 
 async def remember(call: Call) -> dict[str, Any]:
-    body: Remember = call.body
+    body = call.body_as(Remember)
     node = require(call, call.path["memory_id"], "write", "records.remember")
     references = [Reference(r.memory_id, r.record_id, r.rel) for r in body.references or []]
     check_references(references)
@@ -104,7 +104,7 @@ def render_written(call: Call, record: Record, node: MemoryNode) -> dict[str, An
 
 
 async def get_record(call: Call) -> dict[str, Any]:
-    query: GetRecord = call.query
+    query = call.query_as(GetRecord)
     node = require(call, call.path["memory_id"], "read", "records.get")
     record = await with_alias(call.services, node, call.path["record_id"],
                               lambda rid: lambda p: p.get(node.id, rid, query.as_of), read=True)
@@ -112,7 +112,7 @@ async def get_record(call: Call) -> dict[str, Any]:
 
 
 async def list_records(call: Call) -> dict[str, Any]:
-    query: ListRecords = call.query
+    query = call.query_as(ListRecords)
     node = require(call, call.path["memory_id"], "read", "records.list")
     page = await on_provider(
         call.services, node,
@@ -125,7 +125,7 @@ async def list_records(call: Call) -> dict[str, Any]:
 
 
 async def revise(call: Call) -> dict[str, Any]:
-    body: Revise = call.body
+    body = call.body_as(Revise)
     given = body.model_fields_set - {"written_by"}
     if not given:
         raise invalid("A revision changes at least one of type, title, content, attributes, references, time.")
@@ -141,7 +141,7 @@ async def revise(call: Call) -> dict[str, Any]:
     references = None
     if "references" in given:
         stated = [Reference(r.memory_id, r.record_id, r.rel) for r in body.references or []]
-        kept = unavailable_references(current, call.services.store.tree, call.principal.principals)
+        kept = unavailable_references(current, call.services.store.tree, call.authenticated().principals)
         references = tuple(stated + [r for r in kept if r not in stated])
         check_references(list(references))
     # PATCH: a field given as null is cleared (those a record may lack), one left out is kept.
@@ -191,7 +191,7 @@ ERASE_CHUNK = 10
 async def erase(call: Call) -> dict[str, Any]:
     """Erase in chunks, and say exactly what was done even when a chunk fails: the failure's envelope
     carries `erased`, `unreachable` and `remaining` (not known to be erased: erase them again)."""
-    body: Erase = call.body
+    body = call.body_as(Erase)
     node = require(call, call.path["memory_id"], "delete", "records.erase")
     services = call.services
     # An id from before the memory moved to another provider erases the record it now names.

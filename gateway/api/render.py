@@ -46,7 +46,8 @@ def reader(call: Call, operation: str, principals: frozenset[str] | None = None)
     def refused(verdict: access.Verdict) -> None:
         call.audit(operation, verdict.memory_id, verdict.privilege, False, verdict.reason)
 
-    return Reader(call.services.store.tree, call.principal.principals if principals is None else principals, refused)
+    shown = call.authenticated().principals if principals is None else principals
+    return Reader(call.services.store.tree, shown, refused)
 
 
 def iso(moment: datetime | None) -> str | None:

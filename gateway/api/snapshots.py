@@ -27,13 +27,13 @@ def snapshot_json(row: SnapshotRow) -> dict[str, Any]:
 
 
 async def create_snapshot(call: Call) -> dict[str, Any]:
-    body: Snapshot = call.body
+    body = call.body_as(Snapshot)
     memory_id = call.path["memory_id"]
     node = require(call, memory_id, "write", "snapshots.create")
     if not handle_for(call.services, node).capabilities().as_of:
         raise unsupported(f"The memory's provider ({node.provider}) cannot read a memory as it stood at an "
                           "instant (as_of), so a snapshot of it could never be read.")
-    made = SnapshotRow(new_id("snapshot"), memory_id, body.name, body.message, now_ms(), call.principal.member_id)
+    made = SnapshotRow(new_id("snapshot"), memory_id, body.name, body.message, now_ms(), call.authenticated().member_id)
     if not await call.services.store.snapshots.create(made):
         raise ApiError(409, "memfed_snapshot_exists", "This memory has a snapshot of that name.", param="name")
     return snapshot_json(made)

@@ -64,7 +64,7 @@ class Reader:
         self.store = call.services.store
         self.shape = ImportShape(self.store.tree)
         self.plan = TreePlan(stamp=now_ms())
-        self.creator = call.principal.member_id
+        self.creator = call.authenticated().member_id
         self.holder = f"member:{self.creator}"
         self.granted_on: set[str] = set()  # existing memories whose `delete` was decided
         self.holds_all: dict[str, bool] = {}  # each existing parent: does the importer hold every privilege?
@@ -114,8 +114,10 @@ class Reader:
                 provider = services.providers.default
             elif shape.is_new(parent_id):
                 provider = shape.provider_of(parent_id)
-            else:
-                provider = self.store.tree.get(parent_id).provider
+            elif (parent := self.store.tree.get(parent_id)) is not None:
+                provider = parent.provider
+            else:  # `shape.parent` found it in this same tree with no await between: never reached
+                raise line_error(number, 404, "memory_not_found", "the parent memory does not exist.", "parent")
         elif provider not in self._strings and services.providers.get(provider) is None:
             raise line_error(number, 422, "memory_invalid", f"no provider named {provider!r} is configured.",
                              "provider")
@@ -123,7 +125,7 @@ class Reader:
         memory_id = line.id or self._memory_ids.take()
         if shape.place(memory_id, line.ref, parent_id, provider) and parent_id is not None:
             self._decide(number, parent_id, "create")
-            held = access.effective(self.store.tree, self.call.principal.principals, parent_id)
+            held = access.effective(self.store.tree, self.call.authenticated().principals, parent_id)
             self.holds_all[parent_id] = held >= ALL_PRIVILEGES
         node = MemoryNode(memory_id, line.name, line.description, parent_id, line.restricted, provider,
                           self.creator, self.plan.stamp, self.plan.stamp)
@@ -165,7 +167,7 @@ class Reader:
     def recheck(self) -> None:
         """Under the tree lock: the caller still holds what each existing memory needs (a grant may have
         been revoked while the body streamed)."""
-        tree, principals = self.store.tree, self.call.principal.principals
+        tree, principals = self.store.tree, self.call.authenticated().principals
         needs = [(m, "create") for m in self.plan.anchors] + [(m, "delete") for m in self.plan.grant_targets]
         for memory_id, privilege in needs:
             held = access.effective(tree, principals, memory_id) if tree.exists(memory_id) else frozenset()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -31,6 +31,9 @@ from gateway.api.responses import OperationOut
 from gateway.api.responses_admin import TypeList
 from gateway.clock import now
 from gateway.errors import ApiError, invalid, unsupported
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("memfed.api.types")
 
@@ -58,7 +61,7 @@ def _core_entries() -> list[dict[str, Any]]:
             for name in CORE_TYPES]
 
 
-def registered(services: Any) -> tuple[list[tuple[str, TypeInfo]], list[str]]:
+def registered(services: Services) -> tuple[list[tuple[str, TypeInfo]], list[str]]:
     """(provider name, type) for every type a configured provider registers, and the providers whose
     listing failed. Core types a provider claims are left out: their meaning is the protocol's."""
     found: list[tuple[str, TypeInfo]] = []
@@ -92,7 +95,7 @@ async def list_types(call: Call) -> dict[str, Any]:
     return {"object": "list", "data": entries, "next": None, "degraded": failed}
 
 
-def _typed(services: Any, node: Any) -> TypedProvider:
+def _typed(services: Services, node: Any) -> TypedProvider:
     provider = handle_for(services, node).provider
     if not isinstance(provider, TypedProvider):
         raise unsupported("The memory's provider registers no types, so it has no operations.")
@@ -120,7 +123,7 @@ def _runner(memory_id: str, record_id: str, name: str, given: Mapping[str, Any],
 
 
 async def operate(call: Call) -> dict[str, Any]:
-    body: Operate = call.body
+    body = call.body_as(Operate)
     name = call.path["name"]
     services = call.services
     node, held = require_visible(call, call.path["memory_id"], "records.operate")

@@ -61,7 +61,7 @@ def render_explanation(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     parser = commands.add_parser("explain", help="why a principal may (or may not) act on a memory")
     common(parser)
@@ -211,7 +211,7 @@ def audit_export(args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
-def add_audit_commands(commands: argparse._SubParsersAction) -> None:
+def add_audit_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     audit = commands.add_parser("audit", help="the decision log: verify its hash chain, anchor it, export it")
     actions = audit.add_subparsers(dest="audit_command", required=True)

@@ -12,11 +12,14 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from adapters.base import ProviderError, RecordNotFound
 from gateway.cli._common import common, load_config, run_async
 from gateway.migration.export_format import dumps
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 _STOPPED = ("The gateway on this data directory must be stopped (it keeps the tree in memory and would not see the "
             "change); while it runs, use the HTTP route instead.")
@@ -104,7 +107,7 @@ class _Bar:
 def _migrate(args: argparse.Namespace) -> int:
     from gateway.migration import jobs as migration
 
-    async def work(services: Any) -> int:
+    async def work(services: Services) -> int:
         bar = _Bar(sys.stderr)
         try:
             report = await migration.migrate(services, args.memory_id, args.to, recursive=args.recursive,
@@ -125,7 +128,7 @@ def _migrate(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from gateway.migration import jobs as migration
 
-    async def work(services: Any) -> int:
+    async def work(services: Services) -> int:
         count = 0
         try:
             async for line in migration.export_memory(services, args.memory_id):
@@ -145,7 +148,7 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from gateway.migration import jobs as migration
 
-    async def work(services: Any) -> int:
+    async def work(services: Services) -> int:
         try:
             report = await migration.import_records(services, args.memory_id, sys.stdin)
         except migration.LineError as error:

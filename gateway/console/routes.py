@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -23,6 +23,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.console.sessions import COOKIE, CSRF_HEADER, Session, Sessions, csrf_ok
 from gateway.errors import ApiError, cross_origin, invalid, route_not_found
 from gateway.identity.auth import resolve_token
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 PREFIX = "/console"
 API_PREFIX = PREFIX + "/api"
@@ -57,7 +60,7 @@ def _same_origin(request: Request) -> bool:
 
 
 class Console:
-    def __init__(self, services: Callable[[], Any], sessions: Sessions | None = None) -> None:
+    def __init__(self, services: Callable[[], Services], sessions: Sessions | None = None) -> None:
         self._services = services
         self.sessions = sessions or Sessions()
         self.app: ASGIApp | None = None  # the whole gateway, set once it is built

@@ -9,11 +9,14 @@ once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
 from gateway.errors import ApiError
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip()
 
 
-async def authenticate(request: Request, services: Any) -> Principal:
+async def authenticate(request: Request, services: Services) -> Principal:
     token = bearer_token(request.headers.get("authorization"))
     if token is None:
         raise unauthenticated()
@@ -57,7 +60,7 @@ async def authenticate(request: Request, services: Any) -> Principal:
     return principal
 
 
-async def resolve_token(token: str, services: Any) -> Principal | None:
+async def resolve_token(token: str, services: Services) -> Principal | None:
     """The principal a bearer token stands for, or None. Shared by the HTTP API and MCP."""
     store = services.store
     await store.catch_up()  # decide from the state as it is now, whichever instance changed it

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters import degraded as entries
 from adapters.base import Erasure, Provider, ProviderError, Record, RecordNotFound, Unsupported
@@ -29,6 +29,9 @@ from gateway.migration._log import Copied, MigrationLog
 from gateway.migration._replay import CopyError, Item, Replay, check_target, every_record, gather, history, versions_at
 from gateway.migration.export_format import version_json
 from gateway.state.tree import MemoryNode
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("memfed.migration")
 
@@ -78,7 +81,7 @@ def _fingerprint(version: Record) -> tuple[Any, ...]:
 
 
 class Swap:
-    def __init__(self, services: Any, memory_id: str, to: str, *, recursive: bool = False,
+    def __init__(self, services: Services, memory_id: str, to: str, *, recursive: bool = False,
                  purge_source: bool = False, progress: Progress | None = None) -> None:
         self.services = services
         self.memory_id = memory_id

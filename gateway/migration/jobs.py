@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.base import ProviderError, Record, RecordNotFound
 from gateway.migration._log import MigrationLog
@@ -30,6 +30,9 @@ from gateway.migration._replay import CopyError, Item, Replay, check_target, gat
 from gateway.migration._swap import MigrationReport, Progress, Swap
 from gateway.migration.export_format import Exported, LineError, line_json, parse_lines
 from gateway.state import schema as t
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 __all__ = [
     "CopyError", "ImportReport", "LineError", "MigrationReport", "export_memory", "import_records", "migrate",
@@ -41,7 +44,7 @@ _RUNNING: dict[int, set[str]] = {}
 
 
 @contextlib.contextmanager
-def _exclusive(services: Any, memory_ids: Iterable[str]) -> Iterator[None]:
+def _exclusive(services: Services, memory_ids: Iterable[str]) -> Iterator[None]:
     held = _RUNNING.setdefault(id(services), set())
     wanted = set(memory_ids)
     if held & wanted:
@@ -55,7 +58,7 @@ def _exclusive(services: Any, memory_ids: Iterable[str]) -> Iterator[None]:
             _RUNNING.pop(id(services), None)
 
 
-def _node_and_handle(services: Any, memory_id: str) -> tuple[Any, Any]:
+def _node_and_handle(services: Services, memory_id: str) -> tuple[Any, Any]:
     node = services.store.tree.get(memory_id)
     if node is None:
         raise CopyError("memory_not_found", "No such memory.")
@@ -69,7 +72,7 @@ def _node_and_handle(services: Any, memory_id: str) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------- export
 
 
-async def export_memory(services: Any, memory_id: str) -> AsyncIterator[dict[str, Any]]:
+async def export_memory(services: Services, memory_id: str) -> AsyncIterator[dict[str, Any]]:
     """One JSON-able dict per record of the memory (forgotten ones too), newest record first, each
     with every version oldest first. Reads the provider a page at a time."""
     _, handle = _node_and_handle(services, memory_id)
@@ -100,7 +103,7 @@ class ImportReport:
         return {"object": "memory.import", **asdict(self)}
 
 
-async def _check_files(services: Any, exported: list[Exported]) -> None:
+async def _check_files(services: Services, exported: list[Exported]) -> None:
     """A file part names a file in this gateway's store; one it does not hold would be a dangling part."""
     known: set[str] = set()
     for record in exported:
@@ -118,7 +121,7 @@ def _file_ids(items: Iterable[Item]) -> set[str]:
     return {p.file.id for item in items for v in item.versions for p in v.content if p.file is not None}
 
 
-async def import_records(services: Any, memory_id: str, lines: Iterable[str | bytes]) -> ImportReport:
+async def import_records(services: Services, memory_id: str, lines: Iterable[str | bytes]) -> ImportReport:
     """Validate every line, then write each record with all its versions into the memory.
 
     Rerunning the same lines resumes: a record whose old id already has an alias in this memory is
@@ -182,7 +185,7 @@ async def import_records(services: Any, memory_id: str, lines: Iterable[str | by
 # --------------------------------------------------------------------------- migration
 
 
-async def migrate(services: Any, memory_id: str, to: str, *, recursive: bool = False, purge_source: bool = False,
+async def migrate(services: Services, memory_id: str, to: str, *, recursive: bool = False, purge_source: bool = False,
                   progress: Progress | None = None) -> MigrationReport:
     """Copy the memory (and with `recursive` its subtree) to provider `to`, then switch each binding.
 

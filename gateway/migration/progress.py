@@ -8,14 +8,17 @@ next one starts there. A swap run with `memfed migrate` shows its own progress b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.clock import now, rfc3339
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 _BOARDS: dict[int, dict[str, dict[str, Any]]] = {}
 
 
-def start(services: Any, memory_id: str, to: str, recursive: bool) -> dict[str, Any]:
+def start(services: Services, memory_id: str, to: str, recursive: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "object": "memory.migration.progress", "memory_id": memory_id, "to": to, "recursive": recursive,
         "state": "running", "passes": 0, "done": 0, "total": None, "started_at": _now(), "finished_at": None,
@@ -48,7 +51,7 @@ def finish(entry: dict[str, Any], *, report: dict[str, Any] | None = None, error
                  error=error)
 
 
-def read(services: Any, memory_id: str) -> dict[str, Any] | None:
+def read(services: Services, memory_id: str) -> dict[str, Any] | None:
     entry = _BOARDS.get(id(services), {}).get(memory_id)
     return dict(entry) if entry is not None else None
 

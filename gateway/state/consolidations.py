@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from adapters.consolidation import CHANGE_KINDS, ChangeKind
 from gateway.state.consolidation_schema import consolidation_changes as changes_t
 from gateway.state.consolidation_schema import consolidation_runs as runs_t
 
@@ -48,7 +49,7 @@ class Written:
     run_id: str
     seq: int
     record_id: str
-    kind: str  # created | superseded | forgotten
+    kind: ChangeKind
     version: int
     reverted: bool
 
@@ -58,7 +59,15 @@ def _run(row: Any) -> Run:
 
 
 def _written(row: Any) -> Written:
-    return Written(row.run_id, row.seq, row.record_id, row.kind, row.version, bool(row.reverted))
+    return Written(row.run_id, row.seq, row.record_id, _kind(row.kind), row.version, bool(row.reverted))
+
+
+def _kind(stored: str) -> ChangeKind:
+    # The column holds only what `finish` wrote from a Change; anything else is a damaged row, said so.
+    for kind in CHANGE_KINDS:
+        if kind == stored:
+            return kind
+    raise ValueError(f"a consolidation change of unknown kind {stored!r}")
 
 
 class Busy(Exception):

@@ -12,12 +12,15 @@ the API's no-op ones, so the calls cost next to nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMeterProvider, Observation
 
 from gateway import __version__
 from gateway.clock import now_ms
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 BREAKER_CODES = {"closed": 0, "half_open": 1, "open": 2}
 _SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -30,7 +33,7 @@ class Metrics:
 
     def __init__(self, provider: MeterProvider) -> None:
         meter: Meter = provider.get_meter("memfed", __version__)
-        self.services: Any = None
+        self.services: Services | None = None
         self.outbox: tuple[int, float] = (0, 0.0)  # pending rows, age of the oldest in seconds (sampled)
         self.requests = meter.create_histogram(
             "http.server.request.duration", unit="s", description="HTTP requests by route template and status",
@@ -98,7 +101,7 @@ def current() -> Metrics:
     return _current
 
 
-def watch(services: Any) -> None:
+def watch(services: Services | None) -> None:
     """The services the observed gauges read (None once they are closed)."""
     _current.services = services
 

@@ -241,7 +241,8 @@ def _metadata_ok(meta: dict[str, Any], group: dict[str, Any]) -> bool:
 
 def _meta_one(meta: dict[str, Any], f: dict[str, Any]) -> bool:
     op, value = f.get("operator"), f.get("value")
-    have = meta.get(f.get("property_name"))
+    name = f.get("property_name")
+    have = meta.get(name) if isinstance(name, str) else None  # metadata is keyed by strings only
     if op == "is_null":
         return have is None
     if op == "is_not_null":
@@ -409,10 +410,10 @@ def _v3(fake: Any, method: str, p: list[str], params: dict[str, str], body: Any)
         return 200, {"episodes": mine[-int(params.get("lastn", 10)):][::-1]}, {}
     if p == ["graph", "list-all"] and method == "GET":
         number, size = int(params.get("pageNumber", 1)), int(params.get("pageSize", 10))
-        found = [g for g in fake.graphs.values() if params.get("search", "") in g["graph_id"]]
-        chunk = found[(number - 1) * size: number * size]
+        listed = [g for g in fake.graphs.values() if params.get("search", "") in g["graph_id"]]
+        chunk = listed[(number - 1) * size: number * size]
         return 200, {"graphs": chunk, "page_number": number, "page_size": size, "row_count": len(chunk),
-                     "total_count": len(found)}, {}
+                     "total_count": len(listed)}, {}
     if len(p) == 2 and p[0] == "graph" and method == "GET":
         return 200, fake.graphs[_graph_v3(fake, p[1])], {}
     if len(p) == 2 and p[0] == "graph" and method == "DELETE":

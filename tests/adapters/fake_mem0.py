@@ -386,8 +386,9 @@ class FakeMem0:
             return {filters["user_id"]}
         if isinstance(filters.get("OR"), list):
             named = [f.get("user_id") for f in filters["OR"] if isinstance(f, dict)]
-            if named and all(isinstance(n, str) for n in named):
-                return set(named)
+            names = [n for n in named if isinstance(n, str)]
+            if named and len(names) == len(named):  # every one of them names a user
+                return set(names)
         return None
 
     @staticmethod

@@ -310,12 +310,13 @@ class FakeSaas:
         at = _iso(self.now())
         record = {f: fields.get(f) for f in _STORE_FIELDS}
         self._made += 1
-        record.update(id=record_id or f"mrec_{self._made:012d}", supersedes=supersedes, superseded_by=None,
+        made_id = record_id or f"mrec_{self._made:012d}"
+        record.update(id=made_id, supersedes=supersedes, superseded_by=None,
                       created_at=fields.get("created_at") or at, updated_at=at, _tenant=tenant,
                       _vector=embed(fields["content"]) if self.embedding else None)
         record["metadata"] = record["metadata"] or {}
-        self.records[record["id"]] = record
-        self._log(tenant, "stored", record["id"])
+        self.records[made_id] = record
+        self._log(tenant, "stored", made_id)
         return record
 
     def _patch(self, tenant: str, rid: str, body: Any) -> dict[str, Any]:

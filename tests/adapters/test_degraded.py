@@ -100,7 +100,7 @@ def _rendered(node: ast.expr) -> str | None:
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else None
     assert isinstance(node, ast.JoinedStr)
-    return "".join(v.value if isinstance(v, ast.Constant) else "1" for v in node.values)
+    return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "1" for v in node.values)
 
 
 def _built() -> Iterator[tuple[str, int, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
         await provider.close()
 
 
-def fact(stamps: Stamps, text: str, **fields: object) -> NewRecord:
+def fact(stamps: Stamps, text: str, **fields: Any) -> NewRecord:
     return stamps.record(text, type="fact", **fields)
 
 

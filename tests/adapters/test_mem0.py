@@ -57,7 +57,7 @@ def note(text: str, *, minutes: int = 0, type: str = "note", **fields: Any) -> N
 
 @pytest.fixture(params=VARIANTS)
 def variant(request: pytest.FixtureRequest) -> Variant:
-    return request.param  # type: ignore[no-any-return]
+    return request.param
 
 
 @pytest.fixture
@@ -611,7 +611,7 @@ async def test_the_vendor_key_never_appears_in_answers_errors_or_logs(
         values += await exercise(mem0)
         record = await mem0.remember(MEM_B, note("still here"))
         for mode in ("timeout", "connect", "500", "garbage", "429"):
-            fake.fail(mode, retry_after="3")  # type: ignore[arg-type]
+            fake.fail(mode, retry_after="3")
             try:
                 await mem0.get(MEM_B, record.id)
             except ProviderError as exc:

@@ -71,7 +71,7 @@ async def test_the_entities_of_a_recalls_memories_are_worked_out_once() -> None:
 
         def counting(memory_id: str) -> str:
             looked.append(memory_id)
-            return real(memory_id)  # type: ignore[no-any-return]
+            return real(memory_id)
 
         mem0._entity = counting
         query = RecallQuery(query="renewal terms", limit=5)

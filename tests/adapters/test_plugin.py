@@ -136,7 +136,7 @@ async def test_records_of_one_title_get_distinct_slugs_as_the_kernel_must(tmp_pa
         one = await provider.remember(M1, stamps.record("First.", title="User role"))
         two = await provider.remember(M1, stamps.record("Second.", title="User role"))
         other = await provider.remember(M2, stamps.record("Elsewhere.", title="User role"))
-        slugs = [(await provider._ledger.get(r.id)).slug for r in (one, two, other)]  # type: ignore[union-attr]
+        slugs = [(await provider._ledger.get(r.id)).slug for r in (one, two, other)]
         assert slugs[0].endswith("-user-role") and slugs[1] == slugs[0] + "-2"
         assert slugs[2] != slugs[0] and not slugs[2].startswith(slugs[0].split("-")[0] + "-")
         assert [(await provider.get(M1, r.id)).content[0].text for r in (one, two)] == ["First.", "Second."]
@@ -149,7 +149,7 @@ async def test_links_in_the_text_become_references_and_dangling_ones_are_kept(
     record is not refused and is kept as a dangling link."""
     async with plugin_provider(tmp_path) as provider:
         target = await provider.remember(M1, stamps.record("Dana is the account owner.", title="Account owner"))
-        slug = (await provider._ledger.get(target.id)).slug  # type: ignore[union-attr]
+        slug = (await provider._ledger.get(target.id)).slug
         linking = await provider.remember(M1, stamps.record(f"Ask [[{slug}]] first; see [[renewal-plan]]."))
         assert [(r.memory_id, r.record_id, r.rel) for r in linking.references] == [(M1, target.id, "links")]
         entry = await provider._ledger.get(linking.id)

@@ -80,6 +80,7 @@ async def test_a_records_shaped_result_answers_the_versions_it_saw(pg: PostgresP
     """`SELECT * FROM records` answers as records, read back from PostgreSQL at the versions seen."""
     acme_id, _ = await fill(pg, stamps)
     result = await pg.run_named(M1, "sql", "SELECT * FROM records WHERE type = :t", {"t": "fact"})
+    assert result.records is not None
     assert [(r.id, r.version, r.title) for r in result.records] == [(acme_id, 2, "Acme renewal terms")]
 
 

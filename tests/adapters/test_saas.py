@@ -8,7 +8,7 @@ import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -315,7 +315,7 @@ async def test_a_forget_racing_a_revise_leaves_one_consistent_history(fake: Fake
             assert [v.version for v in chain] == list(range(1, len(chain) + 1))
             current = await two.get(MEM_A, record.id)
             # The head alone, as a recall reads it: active ones by default, a forgotten one with include all.
-            include = "active" if current.status == "active" else "all"
+            include: Literal["active", "all"] = "active" if current.status == "active" else "all"
             hits = (await one.recall([MEM_A], RecallQuery(text=word, include=include))).hits
             assert [(h.record.id, h.record.version) for h in hits] == [(record.id, current.version)]
             assert [v.status for v in chain[:-1]] == ["superseded"] * (len(chain) - 1)

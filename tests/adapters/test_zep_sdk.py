@@ -273,7 +273,7 @@ async def test_the_fakes_answers_are_what_the_sdk_reads() -> None:
         episodes = [e async for e in await sdk.graph.episode.list(graph, page_size=100)]
         hits = (await sdk.graph.search_edges(graph, query="Ada works", page_size=10)).items
         deleted = await sdk.graph.edge.delete(graph, edges[0].uuid_)
-        task = await sdk.task.get(deleted.task.uuid_)  # type: ignore[union-attr]
+        task = await sdk.task.get(deleted.task.uuid_)
     assert [g.uuid_ for g in graphs] == [graph]
     assert [e.attributes["memfed_record"] for e in edges if e.attributes] == [fact.id]
     assert {n.attributes.get("memfed_record") for n in nodes if n.attributes} == {ada.id}

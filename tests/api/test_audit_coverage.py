@@ -23,7 +23,7 @@ async def _decisions(gateway: Gateway, **params: str) -> list[dict[str, Any]]:
     await gateway.services.audit.flush()
     answer = await gateway.admin.get("/v1/audit", params={"limit": "1000", **params})
     assert answer.status_code == 200, answer.text
-    return answer.json()["data"]  # type: ignore[no-any-return]
+    return answer.json()["data"]
 
 
 async def _tree(gateway: Gateway) -> tuple[dict[str, Any], list[dict[str, Any]], httpx.AsyncClient]:

@@ -14,7 +14,7 @@ async def _logged(gateway: Gateway) -> list[dict]:  # type: ignore[type-arg]
     await gateway.services.audit.flush()
     answer = await gateway.admin.get("/v1/audit", params={"limit": "1000", "operation": "memories.get"})
     assert answer.status_code == 200, answer.text
-    return answer.json()["data"]  # type: ignore[no-any-return]
+    return answer.json()["data"]
 
 
 async def test_the_audit_id_is_the_gateway_s_own_and_the_client_s_is_kept_beside_it(gateway: Gateway) -> None:

@@ -17,7 +17,7 @@ async def _entries(gateway: Gateway, **params: str) -> list[dict]:  # type: igno
     await gateway.services.audit.flush()
     answer = await gateway.admin.get("/v1/audit", params={"limit": "1000", **params})
     assert answer.status_code == 200, answer.text
-    return answer.json()["data"]  # type: ignore[no-any-return]
+    return answer.json()["data"]
 
 
 async def test_every_decision_of_a_recall_is_logged_with_its_reason(gateway: Gateway) -> None:

@@ -109,8 +109,9 @@ def test_an_export_checks_its_seals_with_the_key() -> None:
     entry = {"seq": 1, "at": "2026-11-30T12:00:00.000Z", "request_id": "r", "principal": "member:a", "groups": [],
              "operation": "x", "memory_id": None, "privilege": None, "decision": "allow", "reason": "y",
              "prev_hash": "0" * 64}
-    entry["hash"] = chain_hash(entry)
-    sealed = {**entry, "seal": seal.entry(entry["hash"])}
+    digest = chain_hash(entry)
+    entry["hash"] = digest
+    sealed = {**entry, "seal": seal.entry(digest)}
     assert verify_lines([canonical_json(sealed)], seal).ok
     assert not verify_lines([canonical_json({**sealed, "seal": "0" * 64})], seal).ok
 

@@ -35,7 +35,7 @@ class Paused:
 def paused(gateway: Gateway, fail: Exception | None = None) -> Paused:
     handle = gateway.services.providers.handles["local"]
     wrapper = Paused(handle.provider, fail)
-    handle.provider = wrapper  # type: ignore[assignment]
+    handle.provider = wrapper
     return wrapper
 
 

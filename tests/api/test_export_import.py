@@ -90,7 +90,7 @@ async def test_an_export_cut_short_says_so_and_cannot_be_imported_as_whole(
     seeded = await seed(gw)
     handle = gw.services.providers["local"]
     inner = handle.provider
-    handle.provider = CutShort(inner, good=2)  # type: ignore[assignment]
+    handle.provider = CutShort(inner, good=2)
     try:
         answer = await gw.admin.get(f"/v1/memories/{seeded.memory_id}/export")
     finally:
@@ -111,7 +111,7 @@ async def test_an_export_whose_provider_fails_at_once_is_503(gw: Gateway) -> Non
     seeded = await seed(gw)
     handle = gw.services.providers["local"]
     inner = handle.provider
-    handle.provider = CutShort(inner, good=0)  # type: ignore[assignment]
+    handle.provider = CutShort(inner, good=0)
     try:
         answer = await gw.admin.get(f"/v1/memories/{seeded.memory_id}/export")
     finally:
@@ -172,7 +172,7 @@ async def test_an_import_that_failed_midway_is_finished_by_importing_again(gw: G
     target = await gw.root("Restore", provider="archive")
     handle = gw.services.providers["archive"]
     inner = handle.provider
-    handle.provider = WritesThenFails(inner, good=4)  # type: ignore[assignment]
+    handle.provider = WritesThenFails(inner, good=4)
     try:
         failed = await import_into(gw.admin, target["id"], body)
     finally:

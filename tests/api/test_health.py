@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import jsonschema
 from sqlalchemy.ext.asyncio import create_async_engine
+from starlette.applications import Starlette
 
 from gateway.api.health import DOCUMENTED, Readiness
 from gateway.api.openapi import build as build_openapi
@@ -16,7 +17,7 @@ from gateway.config import from_mapping
 from tests.e2e._process import free_port
 
 
-def _client(app: object, key: str | None = None) -> httpx.AsyncClient:
+def _client(app: Starlette, key: str | None = None) -> httpx.AsyncClient:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://memfed", headers=headers)
 

@@ -150,11 +150,11 @@ async def test_a_round_trip_clears_the_stale_copy_and_every_old_id_still_resolve
     assert back.json()["memories"][0]["dropped_leftovers"] == 4
     final = await aliases(gw, seeded.memory_id)
     assert len(await held_by(gw, "local", seeded.memory_id)) == 4
-    for name, original in seeded.records.items():
-        for old in (original, middle[original]):
+    for name, first_id in seeded.records.items():
+        for old in (first_id, middle[first_id]):
             got = await gw.admin.get(f"/v1/memories/{seeded.memory_id}/records/{old}")
             assert got.status_code == 200, (name, got.text)
-            assert got.json()["id"] == final[original]
+            assert got.json()["id"] == final[first_id]
     fact = (await gw.admin.get(f"/v1/memories/{seeded.memory_id}/records/{seeded.records['fact']}")).json()
     assert fact["title"] == "Revised on archive"
     after = comparable(await export_lines(gw.admin, seeded.memory_id),
@@ -261,7 +261,9 @@ def test_cli_migrate_shows_progress_and_switches(tmp_path: Path, capsys: pytest.
     async def provider_of(memory_id: str) -> str:
         services = await open_services(config)
         try:
-            return services.store.tree.get(memory_id).provider
+            node = services.store.tree.get(memory_id)
+            assert node is not None
+            return node.provider
         finally:
             await services.close()
 
@@ -283,7 +285,7 @@ def test_cli_migrate_shows_progress_and_switches(tmp_path: Path, capsys: pytest.
     assert asyncio.run(provider_of(memory_id)) == "archive"
 
 
-async def test_an_old_id_erases_the_record_it_now_names(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_an_old_id_erases_the_record_it_now_names(tmp_path) -> None:
     """After a swap, erase with a pre-migration id erases the copy and answers with the id that was given."""
     from tests.api._gateway import make_config, running_gateway
 

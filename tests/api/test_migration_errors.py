@@ -37,7 +37,7 @@ class Refusing:
 
 def _refuse(gw: Gateway, failure: ProviderError) -> None:
     handle = gw.services.providers["archive"]
-    handle.provider = Refusing(handle.provider, failure)  # type: ignore[assignment]
+    handle.provider = Refusing(handle.provider, failure)
 
 
 async def test_a_rate_limited_target_is_answered_with_its_retry_after(gw: Gateway) -> None:

@@ -69,7 +69,7 @@ class Flaky:
 
 def wrap_archive(gw: Gateway, flaky: Flaky) -> None:
     handle = gw.services.providers["archive"]
-    handle.provider = flaky  # type: ignore[assignment]
+    handle.provider = flaky
 
 
 def unwrap_archive(gw: Gateway, flaky: Flaky) -> None:
@@ -224,7 +224,7 @@ async def test_mem0_failing_midway_then_a_rerun_leaves_no_duplicate(with_mem0: t
     def third_add(request: httpx.Request) -> bool:
         if request.method == "POST" and request.url.path == "/memories":
             adds["n"] += 1
-            return adds["broken"] and adds["n"] >= 3
+            return bool(adds["broken"]) and adds["n"] >= 3
         return False
 
     fake.fail("500", times=1, when=third_add)

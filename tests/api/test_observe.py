@@ -94,8 +94,9 @@ async def test_observe_needs_write_and_a_well_formed_body(gateway: Gateway) -> N
     await gateway.grant(root["id"], f"member:{reader_id}", "read")
     url = f"/v1/memories/{root['id']}/observe"
     assert (await reader.post(url, json={"content": "x"})).json()["error"]["code"] == "memory_forbidden"
-    for bad in ({"content": "x", "episodes": [{"content": "y"}]}, {"episodes": []},
-                {"content": [{"type": "text", "text": "x", "role": "narrator"}]}, {}):
+    bads: tuple[dict[str, object], ...] = ({"content": "x", "episodes": [{"content": "y"}]}, {"episodes": []},
+                                           {"content": [{"type": "text", "text": "x", "role": "narrator"}]}, {})
+    for bad in bads:
         answer = await gateway.admin.post(url, json=bad)
         assert answer.status_code == 422, bad
         assert answer.json()["error"]["code"] == "memory_invalid"

@@ -275,7 +275,9 @@ async def test_hs256_signed_with_the_public_key_is_refused(
     server.document = jwks(rsa_a)
     verifier = make_verifier(client, clock, server.url)
     public_pem = rsa_a.as_pem(private=False)
-    for secret in (public_pem, rsa_a.as_dict()["n"].encode()):
+    modulus = rsa_a.as_dict()["n"]
+    assert isinstance(modulus, str)  # a JWK's `n` is one base64url string
+    for secret in (public_pem, modulus.encode()):
         signing_input = f"{segment({'alg': 'HS256', 'typ': 'JWT', 'kid': 'rsa-a'})}.{segment(claims())}"
         mac = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
         assert await refused(verifier, f"{signing_input}.{b64(mac)}") == "bad_algorithm"

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.base import NewRecord, Record
+from gateway import clock
 from gateway.agent import outbox
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.api._gateway import Gateway, make_config, running_gateway
@@ -28,7 +29,7 @@ class Clock:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.offset_ms = 0
-        real = outbox.now_ms
+        real = clock.now_ms  # what the outbox reads its time from
         monkeypatch.setattr(outbox, "now_ms", lambda: real() + self.offset_ms)
 
     def advance(self, seconds: float) -> None:

@@ -75,7 +75,7 @@ async def test_depth_narrows_the_search(gateway: Gateway) -> None:
     assert {r["memory"]["name"] for r in one["results"]} == {"Sales", "HR"}
 
 
-async def test_the_cap_is_declared(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_the_cap_is_declared(tmp_path) -> None:
     """A recall over more memories than recall.cap searches the nearest and says subtree:capped_at_N."""
     from tests.api._gateway import make_config, running_gateway
 
@@ -229,7 +229,7 @@ async def test_an_old_count_is_shown_while_a_new_one_is_asked(gateway: Gateway) 
 
     async def sales_count() -> int | None:
         answer = await gateway.admin.post(f"/v1/memories/{root}/recall", json={"text": "renewal"})
-        return {c["name"]: c["records"]["count"] for c in answer.json()["children"]}["Sales"]  # type: ignore[no-any-return]
+        return {c["name"]: c["records"]["count"] for c in answer.json()["children"]}["Sales"]
 
     for _ in range(100):  # never seen: left out of the first answer, counted after it
         if await sales_count() == 1:

@@ -82,7 +82,7 @@ async def test_another_principals_file_reads_as_missing(gateway: Gateway) -> Non
     assert listing["data"] == []
 
 
-async def test_a_file_over_the_limit_is_413(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_file_over_the_limit_is_413(tmp_path) -> None:
     """An upload larger than files.max_bytes is 413 file_too_large with detail.max_bytes."""
     from tests.api._gateway import make_config, running_gateway
 

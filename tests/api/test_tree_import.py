@@ -40,7 +40,7 @@ async def decisions(gateway: Gateway, operation: str) -> list[dict[str, Any]]:
     await gateway.services.audit.flush()
     page = await gateway.admin.get("/v1/audit", params={"limit": "1000", "operation": operation})
     assert page.status_code == 200, page.text
-    return page.json()["data"]  # type: ignore[no-any-return]
+    return page.json()["data"]
 
 
 async def test_an_import_creates_the_tree_with_its_grants_and_reports_progress(gateway: Gateway) -> None:

@@ -95,7 +95,7 @@ def test_the_cut_keeps_what_lies_above_the_bound_and_names_each_record_once_in_o
     """Two deep records and a deep value outside any record: every value within MAX_DEPTH levels is kept
     as it was, each record is named once in the order the answer lists it, the other value is counted."""
     deep = nested(MAX_DEPTH + 50)
-    body = {"data": [
+    body: dict[str, Any] = {"data": [
         {"object": "memory.record", "id": "hrec_1", "attributes": {"x": deep, "y": nested(MAX_DEPTH + 9)}},
         {"object": "memory.record", "id": "hrec_2", "attributes": {"k": [1, {"b": 2}]}},
         {"object": "memory.record", "id": "hrec_3", "attributes": {"x": deep}},

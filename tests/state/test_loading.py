@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -101,7 +102,7 @@ async def test_readiness_says_loading_with_progress_while_the_tree_loads(
     app = create_app(config, readiness=readiness)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://memfed") as client:
         opening = asyncio.create_task(open_services(config, progress=readiness.progress))
-        seen: list[dict[str, object]] = []
+        seen: list[dict[str, Any]] = []
         refused: list[httpx.Response] = []
         while not opening.done():
             probe = await client.get("/readyz")

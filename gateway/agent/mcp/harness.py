@@ -16,7 +16,7 @@ a harness's name (a member wrote it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from gateway.agent.mcp.api import Api, Caller, segment
 
@@ -25,7 +25,7 @@ class NoDefault(Exception):
     """Why an unaddressed remember has nowhere to go; the message is for the agent."""
 
 
-def _mine(harness: Any, caller: Caller) -> bool:
+def _mine(harness: object, caller: Caller) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(harness, Mapping) and harness.get("agent_member_id") == caller.principal.member_id
 
 

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -41,6 +41,9 @@ from gateway.agent.mcp.tools import ID_PATTERN, input_schema
 from gateway.errors import ApiError, invalid
 from gateway.identity.auth import bearer_token, resolve_token, unauthenticated
 from gateway.ids import new_id
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("memfed.mcp")
 
@@ -74,7 +77,7 @@ def _request_id(given: str) -> str:
 class McpEndpoint:
     """The ASGI app at /mcp: authenticate the request, then hand it to the SDK's session manager."""
 
-    def __init__(self, app: Any, services: Callable[[], Any]) -> None:
+    def __init__(self, app: Any, services: Callable[[], Services]) -> None:
         self._services = services
         self.api = LocalApi(app)
         self.server: Server[Any] = Server(
@@ -143,7 +146,7 @@ class McpEndpoint:
         return await run_tool(self.api, _caller(ctx), params.name, params.arguments)
 
 
-def attach(app: Any, services: Callable[[], Any]) -> McpEndpoint:
+def attach(app: Any, services: Callable[[], Services]) -> McpEndpoint:
     """Serve the tools at /mcp in `app`, and run what they need inside `app`'s own lifespan."""
     endpoint = McpEndpoint(app, services)
     # A Route, not a Mount: a Mount matches only below "/mcp/", and the MCP URL is "/mcp" itself.
