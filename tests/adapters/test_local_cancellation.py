@@ -156,6 +156,11 @@ async def test_a_write_cancelled_at_each_await_leaves_every_connection_clean(
                 task.uncancel()  # the test's own task goes on
             finally:
                 provider._db = writer
+            # A statement handed over before the cancel still runs on the connection's thread, and its
+            # rollback is queued behind it: the next writer waits for that (by design, the cancelled caller
+            # does not). Reads wait too, or a COMMIT landing between the listing and the history read below
+            # would show the record in one and not the other.
+            await provider._settled()
             versions = [len(await provider.history(M1, r.id)) for r in (await provider.list(M1, include="all")).items]
             # Whole or not at all: one record with one or two versions, or two records (remember), or none (erase).
             assert versions in ([1], [2], [1, 1], []), versions
