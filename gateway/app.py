@@ -46,9 +46,7 @@ from gateway.api import ratification as ratification_api
 from gateway.api import types as types_api
 from gateway.api._endpoint import Endpoint
 from gateway.api._endpoint import routes as api_routes
-from gateway.api.fairness import MemberLimits
 from gateway.api.health import Readiness
-from gateway.api.idempotency import Idempotency
 from gateway.api.openapi import build as build_openapi
 from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog
@@ -57,6 +55,8 @@ from gateway.audit.store import create_audit_tables_on
 from gateway.config import Config
 from gateway.console import Console
 from gateway.errors import ApiError, internal_error, method_not_allowed, route_not_found
+from gateway.federation.fairness import MemberLimits
+from gateway.federation.idempotency import Idempotency
 from gateway.federation.preflight import preflight, warn_unshared_default
 from gateway.federation.providers import Providers
 from gateway.services import Services, ServicesSlot

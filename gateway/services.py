@@ -5,26 +5,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from gateway.api.fairness import MemberLimits
-from gateway.api.idempotency import Idempotency
 from gateway.audit import AuditLog, Coverage, DecisionEntry
 from gateway.clock import now
 from gateway.config import Config, Limits
 from gateway.errors import busy
 from gateway.federation.counts import RecordCounts
+from gateway.federation.fairness import MemberLimits
+from gateway.federation.idempotency import Idempotency
 from gateway.federation.plans import RecallPlans
 from gateway.federation.providers import Providers
+from gateway.identity.auth import Principal
 from gateway.state.directory import Member
 from gateway.state.files import FileStore
 from gateway.state.store import StateStore
 
-if TYPE_CHECKING:  # the request object carries the services: named here for types only
-    from gateway.api._endpoint import Call
+if TYPE_CHECKING:
     from gateway.identity.oidc import OidcVerifier
 
 log = logging.getLogger("memfed.services")
+
+
+class Call(Protocol):
+    """What the decision log needs of a request (the routes' request object, gateway/api/_endpoint.py):
+    who asks, the request's ids, and the decisions waiting to be journaled before its answer leaves."""
+
+    principal: Principal | None
+    request_id: str
+    client_request_id: str | None
+    decisions: list[tuple[DecisionEntry, Sequence[Coverage]]] | None
+
+    def authenticated(self) -> Principal: ...
 
 
 @dataclass
@@ -41,6 +53,17 @@ class Services:
     counts: RecordCounts = field(default_factory=RecordCounts)
     plans: RecallPlans = field(default_factory=RecallPlans)
     limits: MemberLimits = field(default_factory=lambda: MemberLimits(Limits()))
+
+    # -- what the observed gauges read (gateway/telemetry/metrics.py)
+
+    def breaker_states(self) -> list[tuple[str, str]]:
+        return [(name, handle.breaker.state) for name, handle in list(self.providers.handles.items())]
+
+    def audit_backlog(self) -> int:
+        return self.audit.backlog()
+
+    def tree_size(self) -> int:
+        return len(self.store.tree)
 
     def written(self, memory_id: str) -> None:
         """A write through the gateway changed this memory's records: its cached count is stale."""

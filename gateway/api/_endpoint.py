@@ -8,6 +8,7 @@ the error envelope.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -55,7 +56,7 @@ class Call:
     after_answer: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # The x-request-id the client sent, kept beside the gateway's own `request_id` (the audit id) and echoed.
     client_request_id: str | None = None
-    # The write this request makes at a provider: set by its Idempotency-Key's claim (gateway/api/idempotency.py)
+    # The write this request makes at a provider: set by its Idempotency-Key's claim (gateway/federation/idempotency.py)
     # or, without a key, when a handler first asks for it (gateway/api/_writes.py).
     write: WriteIntent | None = None
 
@@ -153,14 +154,14 @@ def _runner(endpoint: Endpoint, opened: Callable[[], Services]) -> Callable[[Req
                 annotate(member=principal.member_id)
             if endpoint.write:
                 _check_idempotency_key(request)
-            with services.limits.hold(principal):  # per-member fairness (gateway/api/fairness.py)
+            with services.limits.hold(principal):  # per-member fairness (gateway/federation/fairness.py)
                 query = _parse_query(endpoint, request)
                 body = await _parse_body(endpoint, request)
                 call = Call(request, services, principal, body, query, dict(request.path_params),
                             request_id, decisions=[], client_request_id=client_request_id)
                 try:
                     if endpoint.write and principal is not None and request.headers.get("idempotency-key"):
-                        response = await services.idempotency.run(call, endpoint, lambda: _invoke(endpoint, call))
+                        response = await _once(endpoint, call)
                     else:
                         response = await _invoke(endpoint, call)
                 finally:
@@ -178,6 +179,20 @@ def _runner(endpoint: Endpoint, opened: Callable[[], Services]) -> Callable[[Req
 
     run.__name__ = endpoint.operation
     return run
+
+
+async def _once(endpoint: Endpoint, call: Call) -> Response:
+    """The write under its Idempotency-Key (gateway/federation/idempotency.py): the same method, path and
+    body from the same principal is the same request."""
+    fingerprint = hashlib.sha256(
+        f"{endpoint.method} {call.request.url.path}\n".encode() + await call.request.body()).hexdigest()
+
+    def claimed(intent: WriteIntent) -> None:
+        call.write = intent
+
+    return await call.services.idempotency.run(call.authenticated().principal,
+                                               call.request.headers["idempotency-key"], fingerprint, claimed,
+                                               lambda: _invoke(endpoint, call))
 
 
 async def _invoke(endpoint: Endpoint, call: Call) -> Response:

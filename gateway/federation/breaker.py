@@ -92,7 +92,7 @@ class Breaker:
         return {"state": self.state, "consecutive_failures": self.failures}
 
 
-# Who the current request acts for (a member id), set for the request by gateway/api/fairness.py: the gate
+# Who the current request acts for (a member id), set for the request by gateway/federation/fairness.py: the gate
 # shares a provider's slots between the members waiting for them.
 caller: ContextVar[str | None] = ContextVar("memfed_caller", default=None)
 

@@ -9,14 +9,29 @@ once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
 
 from gateway.errors import ApiError
 
 if TYPE_CHECKING:
-    from gateway.services import Services
+    from gateway.identity.oidc import OidcVerifier
+    from gateway.state.directory import Member
+    from gateway.state.store import StateStore
+
+
+class Identities(Protocol):
+    """Where a token's member is found (the app's services, gateway/services.py): the state store's keys,
+    and OIDC with first-sight provisioning where it is configured."""
+
+    @property
+    def store(self) -> StateStore: ...
+
+    @property
+    def oidc(self) -> OidcVerifier | None: ...
+
+    async def member_for_jwt(self, token: str) -> Member | None: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +65,7 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip()
 
 
-async def authenticate(request: Request, services: Services) -> Principal:
+async def authenticate(request: Request, services: Identities) -> Principal:
     token = bearer_token(request.headers.get("authorization"))
     if token is None:
         raise unauthenticated()
@@ -60,7 +75,7 @@ async def authenticate(request: Request, services: Services) -> Principal:
     return principal
 
 
-async def resolve_token(token: str, services: Services) -> Principal | None:
+async def resolve_token(token: str, services: Identities) -> Principal | None:
     """The principal a bearer token stands for, or None. Shared by the HTTP API and MCP."""
     store = services.store
     await store.catch_up()  # decide from the state as it is now, whichever instance changed it

@@ -2,7 +2,7 @@
 finish. Each is one transaction whose WHERE clause repeats what the caller saw, so two gateways that race
 for one key never both win: the loser's statement matches no row and it reads the row again.
 
-gateway/api/idempotency.py decides what to do with a row; this module only reads and writes it.
+gateway/federation/idempotency.py decides what to do with a row; this module only reads and writes it.
 """
 
 from __future__ import annotations

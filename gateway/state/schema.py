@@ -129,7 +129,7 @@ snapshots = Table(
 )
 
 # One row per (principal, Idempotency-Key), claimed before the request's work runs, so a repeat on any
-# gateway sharing this database sees it (gateway/api/idempotency.py). `state`: `running` (held by `owner`
+# gateway sharing this database sees it (gateway/federation/idempotency.py). `state`: `running` (held by `owner`
 # until `lease_until`, renewed while it runs), `done` (the answer in status and body, replayed), `failed`
 # (a 5xx after which nothing was written: a repeat runs again), `unknown` (a write may have reached the
 # provider: a repeat first looks for `write_id` there; `unknown_since` is when it may last have been sent).

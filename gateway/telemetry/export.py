@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -26,9 +26,6 @@ from starlette.responses import Response
 from gateway import __version__
 from gateway.config import Config
 from gateway.telemetry import metrics
-
-if TYPE_CHECKING:
-    from gateway.services import Services
 
 Backlog = Callable[[], Awaitable[tuple[int, int | None]]]
 
@@ -75,7 +72,7 @@ class Telemetry:
         body = await asyncio.to_thread(self.prometheus_text)  # collection runs every gauge's callback
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    async def start(self, services: Services, backlog: Backlog) -> None:
+    async def start(self, services: metrics.Observed, backlog: Backlog) -> None:
         """Serve the gauges from `services`; `backlog` samples the observe outbox (pending rows, the oldest's
         creation in ms), asked of the outbox rather than read here so telemetry knows no table."""
         metrics.watch(services)

@@ -12,15 +12,24 @@ the API's no-op ones, so the calls cost next to nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMeterProvider, Observation
 
 from gateway import __version__
 from gateway.clock import now_ms
 
-if TYPE_CHECKING:
-    from gateway.services import Services
+
+class Observed(Protocol):
+    """What the observed gauges read of the serving app (its services, gateway/services.py); telemetry
+    knows nothing else of it."""
+
+    def breaker_states(self) -> list[tuple[str, str]]:  # (provider, closed | half_open | open)
+        ...
+
+    def audit_backlog(self) -> int: ...
+
+    def tree_size(self) -> int: ...
 
 BREAKER_CODES = {"closed": 0, "half_open": 1, "open": 2}
 _SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -33,7 +42,7 @@ class Metrics:
 
     def __init__(self, provider: MeterProvider) -> None:
         meter: Meter = provider.get_meter("memfed", __version__)
-        self.services: Services | None = None
+        self.services: Observed | None = None
         self.outbox: tuple[int, float] = (0, 0.0)  # pending rows, age of the oldest in seconds (sampled)
         self.requests = meter.create_histogram(
             "http.server.request.duration", unit="s", description="HTTP requests by route template and status",
@@ -71,11 +80,11 @@ class Metrics:
     def _breakers(self, _options: CallbackOptions) -> Iterable[Observation]:
         if self.services is None:
             return []
-        return [Observation(BREAKER_CODES.get(handle.breaker.state, 2), {"provider": name})
-                for name, handle in list(self.services.providers.handles.items())]
+        return [Observation(BREAKER_CODES.get(state, 2), {"provider": name})
+                for name, state in self.services.breaker_states()]
 
     def _audit_backlog(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [] if self.services is None else [Observation(self.services.audit.backlog())]
+        return [] if self.services is None else [Observation(self.services.audit_backlog())]
 
     def _outbox_backlog(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [] if self.services is None else [Observation(self.outbox[0])]
@@ -84,7 +93,7 @@ class Metrics:
         return [] if self.services is None else [Observation(self.outbox[1])]
 
     def _tree_size(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [] if self.services is None else [Observation(len(self.services.store.tree))]
+        return [] if self.services is None else [Observation(self.services.tree_size())]
 
 
 _current = Metrics(NoOpMeterProvider())
@@ -101,7 +110,7 @@ def current() -> Metrics:
     return _current
 
 
-def watch(services: Services | None) -> None:
+def watch(services: Observed | None) -> None:
     """The services the observed gauges read (None once they are closed)."""
     _current.services = services
 

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
@@ -36,9 +35,6 @@ from gateway.errors import ApiError
 from gateway.federation.writes import Retry, WriteIntent, new_write_id
 from gateway.state import idempotency_keys as keys
 from gateway.state.store import StateStore
-
-if TYPE_CHECKING:  # the call and endpoint of a route: named for types only
-    from gateway.api._endpoint import Call, Endpoint
 
 log = logging.getLogger("memfed.idempotency")
 
@@ -68,22 +64,20 @@ class Idempotency:
         self._instance = secrets.token_hex(6)
         self._locks: dict[tuple[str, str], _Turn] = {}
 
-    async def run(self, call: Call, endpoint: Endpoint, work: Callable[[], Awaitable[Response]]) -> Response:
-        key = call.request.headers["idempotency-key"]
+    async def run(self, principal: str, key: str, fingerprint: str, claimed: Callable[[WriteIntent], None],
+                  work: Callable[[], Awaitable[Response]]) -> Response:
+        """`work` once for `principal`'s `key`: a repeat replays its answer. `fingerprint` tells the same
+        request from another one reusing the key; `claimed` is told the write id the work must carry."""
         if len(key) > 255:
             raise ApiError(400, "memfed_invalid_idempotency_key", "Idempotency-Key is at most 255 characters.",
                            param="Idempotency-Key")
-        principal = call.authenticated().principal
-        fingerprint = hashlib.sha256(
-            f"{endpoint.method} {call.request.url.path}\n".encode() + await call.request.body()
-        ).hexdigest()
         waited_until = time.monotonic() + WAIT_LIMIT
         async with self._turn(principal, key, waited_until):
-            claimed = await self._claim(principal, key, fingerprint, waited_until)
-            if isinstance(claimed, Response):
-                return claimed
-            call.write = claimed.intent
-            return await self._run_claimed(principal, key, claimed, work)
+            taken = await self._claim(principal, key, fingerprint, waited_until)
+            if isinstance(taken, Response):
+                return taken
+            claimed(taken.intent)
+            return await self._run_claimed(principal, key, taken, work)
 
     # ------------------------------------------------------------------ taking the key
 
