@@ -47,7 +47,7 @@ from adapters.base import (
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
-from adapters.local.provider import CAPABILITIES as LOCAL_CAPABILITIES
+from adapters.local.capabilities import CAPABILITIES as LOCAL_CAPABILITIES
 from adapters.local.provider import fuse
 from adapters.media import refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
