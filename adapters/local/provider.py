@@ -56,7 +56,7 @@ from adapters.local.capabilities import SEMANTIC_CAPABILITIES
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
-from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
+from adapters.versioning import not_before, refuse_following, revision_of, tombstone
 
 
 class LocalProvider(LocalConnections, LocalQueries):
@@ -127,25 +127,8 @@ class LocalProvider(LocalConnections, LocalQueries):
                 return done
             current = await self._current(db, memory_id, record_id)
             refuse_following(current, "revised")
-            t = current.time
-            at = not_before(revision.written_at, t.written_at)
-            following = Record(
-                id=current.id,
-                memory_id=memory_id,
-                type=or_keep(revision.type, current.type),
-                content=or_keep(revision.content, current.content),
-                written_by=revision.written_by,
-                time=RecordTime(
-                    at, revised(revision, "valid_from", t.valid_from), revised(revision, "valid_to", t.valid_to)
-                ),
-                version=current.version + 1,
-                supersedes=current.version,
-                title=revised(revision, "title", current.title),
-                attributes=or_keep(revision.attributes, current.attributes),
-                references=or_keep(revision.references, current.references),
-                follows=current.follows,
-                write_id=revision.write_id,
-            )
+            at = not_before(revision.written_at, current.time.written_at)
+            following = revision_of(current, memory_id, revision, at)
             local_types.check(following.type, following.attributes)
             await self._close_version(db, current, at)
             return await self._append(db, following)
