@@ -45,9 +45,6 @@ from adapters.local import _sql as sql
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local._connections import LocalConnections
-
-# `fuse` is re-exported: the PostgreSQL provider ranks as this one does.
-from adapters.local._ranking import fuse as fuse
 from adapters.local._schema import to_json
 
 # Re-exported: callers have always read the capability document from here.

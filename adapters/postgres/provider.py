@@ -23,11 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from adapters import degraded as entries
 from adapters import version_rows as rows_codec
 from adapters.base import (
-    SIGNALS,
     Capabilities,
     Erasure,
     Follows,
-    Hit,
     Include,
     NewRecord,
     Page,
@@ -39,16 +37,17 @@ from adapters.base import (
     RecordNotFound,
     RecordTime,
     Revision,
-    Signal,
     Writer,
     decode_cursor,
     encode_cursor,
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
+
+# The SQLite provider's ranking, row for row: both stores return the same version rows.
+from adapters.local import _ranking as ranking
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local.capabilities import CAPABILITIES as LOCAL_CAPABILITIES
-from adapters.local.provider import fuse
 from adapters.media import refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
 from adapters.postgres._connections import PostgresConnections, execute, rows
@@ -287,25 +286,8 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
             async with self._pg_reading() as db:
                 found = list(await rows(db, *statement))
 
-        places: dict[int, dict[Signal, int]] = {}
-        versions: dict[int, Any] = {}
-        for row in found:
-            places.setdefault(row["seq"], {})[row["signal"]] = row["place"]
-            versions[row["seq"]] = row
-        scores = fuse(places, len(signals))
-        # Equal scores keep the newest first, then the higher id: the same records answer in one order.
-        ranked = sorted(
-            scores, key=lambda seq: (versions[seq]["written_at"], versions[seq]["record_id"]), reverse=True
-        )
-        ranked.sort(key=lambda seq: -scores[seq])
-        hits = tuple(
-            Hit(
-                record=rows_codec.record(versions[seq], at),
-                score=scores[seq],
-                why=tuple(s for s in SIGNALS if s in places[seq]),
-            )
-            for seq in ranked[: query.limit]
-        )
+        places, versions = ranking.placed(found)
+        hits = ranking.fused_hits(places, versions, len(signals), query.limit, at)
         matched_words = any(s in textual for by_signal in places.values() for s in by_signal)
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
 
