@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from adapters.base import Record, Revision, Unsupported, Writer, utc
+from adapters.base import Record, RecordTime, Revision, Unsupported, Writer, utc
 
 T = TypeVar("T")
 
@@ -34,6 +34,27 @@ def not_before(at: datetime, previous: datetime) -> datetime:
     """`at` as a UTC instant, clamped to `previous` when the clock stepped back."""
     at, previous = utc(at), utc(previous)
     return at if at >= previous else previous
+
+
+def revision_of(current: Record, memory_id: str, revision: Revision, at: datetime) -> Record:
+    """`revision` applied to `current` as the version after it, open from `at` (already clamped by
+    `not_before`): each field the revision leaves out kept, active again even if `current` was forgotten."""
+    t = current.time
+    return Record(
+        id=current.id,
+        memory_id=memory_id,
+        type=or_keep(revision.type, current.type),
+        content=or_keep(revision.content, current.content),
+        written_by=revision.written_by,
+        time=RecordTime(at, revised(revision, "valid_from", t.valid_from), revised(revision, "valid_to", t.valid_to)),
+        version=current.version + 1,
+        supersedes=current.version,
+        title=revised(revision, "title", current.title),
+        attributes=or_keep(revision.attributes, current.attributes),
+        references=or_keep(revision.references, current.references),
+        follows=current.follows,
+        write_id=revision.write_id,
+    )
 
 
 def tombstone(current: Record, *, by: Writer, at: datetime, write_id: str | None) -> Record:

@@ -54,7 +54,7 @@ from gateway.audit.seal import Seal
 from gateway.audit.store import create_audit_tables_on
 from gateway.config import Config
 from gateway.console import Console
-from gateway.errors import ApiError, internal_error, method_not_allowed, route_not_found
+from gateway.errors import http_error, internal_error, method_not_allowed, route_not_found
 from gateway.federation.fairness import MemberLimits
 from gateway.federation.idempotency import Idempotency
 from gateway.federation.preflight import preflight, warn_unshared_default
@@ -159,7 +159,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
         if allow:
             answer.headers["allow"] = allow
         return answer
-    return ApiError(status, "memfed_http_error", str(getattr(exc, "detail", "error"))).response()
+    return http_error(status, str(getattr(exc, "detail", "error"))).response()
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
+from gateway import errors
 from gateway.errors import ApiError
 
 MAX_JSON_BYTES = 2 * 1024 * 1024
@@ -31,8 +32,7 @@ ATTRIBUTES_MAX_BYTES = 64 * 1024
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 def too_deep() -> ApiError:
-    return ApiError(400, "memfed_json_too_deep", f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.",
-                    detail={"max_depth": MAX_JSON_DEPTH})
+    return errors.json_too_deep(MAX_JSON_DEPTH)
 
 
 def depth(value: Any) -> int:
@@ -125,7 +125,7 @@ async def bounded(chunks: AsyncIterator[bytes], max_bytes: int, refuse: Callable
 
 
 def body_too_large(max_bytes: int = MAX_JSON_BYTES) -> ApiError:
-    return ApiError(413, "memfed_body_too_large", "The request body is too large.", detail={"max_bytes": max_bytes})
+    return errors.body_too_large(max_bytes)
 
 
 def declared_length(headers: Any) -> int | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.audit import AuditLog, Coverage, DecisionEntry
 from gateway.clock import now
 from gateway.config import Config, Limits
-from gateway.errors import busy
+from gateway.errors import busy, identity_provider_unavailable
 from gateway.federation.counts import RecordCounts
 from gateway.federation.fairness import MemberLimits
 from gateway.federation.idempotency import Idempotency
@@ -123,7 +123,6 @@ class Services:
 
     async def member_for_jwt(self, token: str) -> Member | None:
         """The member a verified JWT names, created on first sight; its groups follow the token's claim."""
-        from gateway.errors import ApiError
         from gateway.identity.oidc import InvalidToken, OidcUnavailable
 
         if self.oidc is None:  # only a configured identity provider's tokens are JWTs the gateway reads
@@ -135,8 +134,7 @@ class Services:
             return None
         except OidcUnavailable:
             # The token may well be valid: a 401 would tell the client to drop working credentials.
-            raise ApiError(503, "memfed_identity_provider_unavailable",
-                           "The identity provider's signing keys cannot be fetched right now.") from None
+            raise identity_provider_unavailable() from None
         subject = f"{identity.issuer}#{identity.subject}"
         member = await self.store.member_signing_in(identity.subject, identity.member_type, subject)
         wanted = set()

@@ -10,52 +10,25 @@ first restricted node, whose ancestors' grants do not reach it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Protocol
 
-PRIVILEGES: tuple[str, ...] = ("read", "write", "create", "delete")
-NOTHING: frozenset[str] = frozenset()
-PRINCIPAL_KINDS = ("member", "group")
-# The deepest a memory may sit below its root. A create or a move past it is refused, so every walk up
-# the tree ends within MAX_DEPTH steps, and one that does not has met a cycle in the parent links.
-MAX_DEPTH = 256
-
-
-class BrokenTree(Exception):
-    """Walking from a memory did not end within MAX_DEPTH steps: the parent links hold a cycle."""
-
-    def __init__(self, memory_id: str) -> None:
-        super().__init__(f"walking the tree from {memory_id} does not end: its parent links hold a cycle")
-        self.memory_id = memory_id
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """Privileges given to one principal on one memory; `implicit` marks the creator's grant."""
-
-    id: str
-    memory_id: str
-    principal: str
-    privileges: frozenset[str]
-    implicit: bool = False
-
-
-class TreeView(Protocol):
-    """The read side of the tree that access decisions need."""
-
-    def exists(self, memory_id: str) -> bool: ...
-
-    def parent_of(self, memory_id: str) -> str | None: ...
-
-    def children_of(self, memory_id: str) -> Sequence[str]: ...
-
-    def is_restricted(self, memory_id: str) -> bool: ...
-
-    def grants_on(self, memory_id: str) -> Sequence[Grant]: ...
-
-    def grants_to(self, principal: str) -> Sequence[Grant]: ...
+# The vocabulary and the explained decisions live in their own modules; callers keep importing them
+# from here, the one face of access decisions.
+from policies.explain import Contribution as Contribution
+from policies.explain import Decision as Decision
+from policies.explain import Verdict as Verdict
+from policies.explain import decide as decide
+from policies.explain import decide_read as decide_read
+from policies.explain import explain as explain
+from policies.explain import explain_subtree as explain_subtree
+from policies.grants import MAX_DEPTH as MAX_DEPTH
+from policies.grants import NOTHING as NOTHING
+from policies.grants import PRINCIPAL_KINDS as PRINCIPAL_KINDS
+from policies.grants import PRIVILEGES as PRIVILEGES
+from policies.grants import BrokenTree as BrokenTree
+from policies.grants import Grant as Grant
+from policies.grants import TreeView as TreeView
 
 
 def principal_error(principal: str) -> str | None:
@@ -107,93 +80,6 @@ def may_read(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool
     return "read" in effective(tree, principals, memory_id)
 
 
-# --------------------------------------------------------------------------- explained decisions
-
-
-@dataclass(frozen=True)
-class Contribution:
-    """One grant that adds to the caller's privileges, and the node it sits on."""
-
-    grant: Grant
-
-    def describe(self) -> str:
-        return _describe(self.grant)
-
-
-@lru_cache(maxsize=65_536)
-def _describe(grant: Grant) -> str:
-    # A recall logs a reason for each memory it covers, naming the same few grants many times over.
-    origin = "creator's implicit grant" if grant.implicit else f"grant {grant.id}"
-    privs = ",".join(p for p in PRIVILEGES if p in grant.privileges)
-    return f"{origin} to {grant.principal} on {grant.memory_id} gives {privs}"
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Effective privileges with their derivation: which grants count and where inheritance stops."""
-
-    memory_id: str
-    privileges: frozenset[str]
-    contributions: tuple[Contribution, ...]
-    cutoff_at: str | None
-    path: tuple[str, ...]
-
-    def allows(self, privilege: str) -> bool:
-        return privilege in self.privileges
-
-    def reason(self, privilege: str) -> str:
-        """One line that says why `privilege` is allowed or refused here."""
-        if privilege in self.privileges:
-            givers = [c for c in self.contributions if privilege in c.grant.privileges]
-            return "allowed by " + "; ".join(c.describe() for c in givers)
-        cut = f"; inheritance cut off at restricted memory {self.cutoff_at}" if self.cutoff_at else ""
-        if not self.contributions:
-            return f"refused: no grant on {self.memory_id} or the ancestors that reach it{cut}"
-        return f"refused: the grants that reach {self.memory_id} do not give {privilege}{cut}"
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "memory_id": self.memory_id,
-            "privileges": [p for p in PRIVILEGES if p in self.privileges],
-            "cutoff_at": self.cutoff_at,
-            "path": list(self.path),
-            "grants": [
-                {
-                    "grant_id": c.grant.id,
-                    "memory_id": c.grant.memory_id,
-                    "principal": c.grant.principal,
-                    "privileges": [p for p in PRIVILEGES if p in c.grant.privileges],
-                    "implicit": c.grant.implicit,
-                    "via_group": c.grant.principal.startswith("group:"),
-                }
-                for c in self.contributions
-            ],
-        }
-
-
-def explain(tree: TreeView, principals: frozenset[str], memory_id: str) -> Decision:
-    """The same walk as `effective`, keeping every contributing grant and the cutoff node."""
-    held: set[str] = set()
-    contributions: list[Contribution] = []
-    path: list[str] = []
-    cutoff_at: str | None = None
-    node: str | None = memory_id
-    while node is not None:
-        if len(path) > MAX_DEPTH:
-            raise BrokenTree(memory_id)
-        path.append(node)
-        for grant in tree.grants_on(node):
-            if grant.principal in principals:
-                held |= grant.privileges
-                contributions.append(Contribution(grant))
-        if tree.is_restricted(node):
-            if tree.parent_of(node) is not None:
-                cutoff_at = node
-            break
-        node = tree.parent_of(node)
-    return Decision(memory_id, frozenset(held), tuple(contributions), cutoff_at, tuple(path))
-
-
 # --------------------------------------------------------------------------- many memories at once
 
 
@@ -233,37 +119,6 @@ def walk_down(
         level += 1
         if level > MAX_DEPTH and frontier:
             raise BrokenTree(root_id)
-
-
-def explain_subtree(
-    tree: TreeView, principals: frozenset[str], root_id: str, depth: int | None = None
-) -> dict[str, Decision]:
-    """`explain` for every memory of the subtree at once, each derived from its parent's in one step.
-
-    A recall over a thousand memories logs a reason for each; walking up from each would cost
-    O(n · depth), this costs O(n).
-    """
-    decisions = {root_id: explain(tree, principals, root_id)}
-    frontier = [root_id]
-    level = 0
-    while frontier and (depth is None or level < depth):
-        next_frontier: list[str] = []
-        for parent_id in frontier:
-            parent = decisions[parent_id]
-            for child in tree.children_of(parent_id):
-                own = tuple(Contribution(g) for g in tree.grants_on(child) if g.principal in principals)
-                held: frozenset[str] = frozenset().union(*(c.grant.privileges for c in own)) if own else NOTHING
-                if tree.is_restricted(child):
-                    decisions[child] = Decision(child, held, own, child, (child,))
-                else:
-                    decisions[child] = Decision(child, parent.privileges | held, own + parent.contributions,
-                                                parent.cutoff_at, (child, *parent.path))
-                next_frontier.append(child)
-        frontier = next_frontier
-        level += 1
-        if level > MAX_DEPTH and frontier:
-            raise BrokenTree(root_id)
-    return decisions
 
 
 def _own(tree: TreeView, principals: frozenset[str], memory_id: str) -> frozenset[str]:
@@ -372,45 +227,6 @@ def readable_children(tree: TreeView, principals: frozenset[str], memory_id: str
 
 
 # --------------------------------------------------------------------------- what a route asks
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One privilege on one memory, allowed or refused, with the reason an audit entry records.
-
-    The reason is derived only when asked for: most verdicts allow and are never written down.
-    """
-
-    memory_id: str
-    privilege: str
-    decision: Decision | None  # None: there is no such memory
-
-    @property
-    def allowed(self) -> bool:
-        return self.decision is not None and self.decision.allows(self.privilege)
-
-    @property
-    def visible(self) -> bool:
-        """Whether the caller holds anything here: a refusal where it holds nothing answers like a miss."""
-        return self.decision is not None and bool(self.decision.privileges)
-
-    @property
-    def reason(self) -> str:
-        if self.decision is None:
-            return "refused: no such memory"
-        return self.decision.reason(self.privilege)
-
-
-def decide(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: str) -> Verdict:
-    """May the caller use `privilege` on `memory_id`, and why."""
-    if not tree.exists(memory_id):
-        return Verdict(memory_id, privilege, None)
-    return Verdict(memory_id, privilege, explain(tree, principals, memory_id))
-
-
-def decide_read(tree: TreeView, principals: frozenset[str], memory_id: str) -> Verdict:
-    """May the caller read `memory_id` (a reference's target, a parent, a listed memory), and why."""
-    return decide(tree, principals, memory_id, "read")
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import adapters.base as base
+from adapters import filter_sql
 from adapters.base import Condition, ProviderRejected
+from adapters.filter_sql import scope as scope
 
 # The names imported as themselves are re-exported: the adapter's modules import this one as `sql` and
 # read the stored form through it too (`sql.record`, `sql.utc`, `sql.SCHEMA`).
@@ -28,9 +29,9 @@ from adapters.local._schema import Row as Row
 from adapters.local._schema import columns as columns
 from adapters.local._schema import from_ts as from_ts
 from adapters.local._schema import fts_words as fts_words
-from adapters.local._schema import parse_instant, to_json
 from adapters.local._schema import record as record
 from adapters.local._schema import searchable as searchable
+from adapters.local._schema import to_json
 from adapters.local._schema import ts as ts
 from adapters.local._schema import ts_or_none as ts_or_none
 from adapters.local._schema import utc as utc
@@ -113,63 +114,36 @@ def _distinct(tokens: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- scope and filters
 
 
-def scope(as_of: str | None, include: str) -> str:
-    """The versions a read sees: the current one of each record, or the one current at `as_of`."""
-    if include not in ("active", "all"):
-        raise ProviderRejected(f"include must be active or all, not {include!r}")
-    if as_of is None:
-        clause = "v.invalidated_at IS NULL"
-    else:
-        clause = "v.written_at <= :as_of AND (v.invalidated_at IS NULL OR v.invalidated_at > :as_of)"
-    return clause + (" AND v.forgets = 0" if include == "active" else "")
+class _SQLite:
+    """SQLite's spelling of a filter (adapters/filter_sql.py holds the shape both SQL providers share)."""
+
+    def attribute(self, key: str, field: str, name: str) -> tuple[str, dict[str, Any]]:
+        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
+        if not key or '"' in key:
+            raise ProviderRejected(f"cannot filter on {field!r}")
+        return f"json_extract(v.attributes, :{name}_path)", {f"{name}_path": f'$."{key}"'}
+
+    def bound(self, value: Any, kind: str) -> Any:
+        return value
+
+    def one_of(self, column: str, kind: str, values: list[Any], name: str, params: dict[str, Any]) -> str:
+        params[name] = to_json(values, "filter value")
+        return f"{column} IN (SELECT value FROM json_each(:{name}))"
+
+    def equals(self, column: str, negated: bool, kind: str, name: str) -> str:
+        # `IS NOT` rather than `!=`: a record without the attribute is not equal to the value.
+        return f"{column} {'IS NOT' if negated else '='} :{name}"
+
+    def ranged(self, column: str, kind: str, symbol: str, value: Any, name: str, params: dict[str, Any]) -> str:
+        return f"{_range_guard(column, kind, value)}{column} {symbol} :{name}"
 
 
-TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
-_RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_DIALECT = _SQLite()
 
 
 def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
     """One filter as SQL over alias `v`, with its parameters named after `name`."""
-    column, kind, params = _column(cond.field, name, as_of_given)
-    value, op, p = cond.value, cond.op, f":{name}"
-    if op == "in":
-        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-            raise ProviderRejected(f"{cond.field} in: expected a list of values")
-        params[name] = to_json([_operand(v, kind, cond.field) for v in value], "filter value")
-        return f"{column} IN (SELECT value FROM json_each({p}))", params
-    if op in ("eq", "ne"):
-        if value is None:
-            return f"{column} IS {'NOT ' if op == 'ne' else ''}NULL", params
-        params[name] = _operand(value, kind, cond.field)
-        # `IS NOT` rather than `!=`: a record without the attribute is not equal to the value.
-        return f"{column} {'=' if op == 'eq' else 'IS NOT'} {p}", params
-    if op in _RANGE_SQL:
-        if value is None or isinstance(value, bool):
-            raise ProviderRejected(f"{cond.field} {op}: expected a number, a string or an instant")
-        params[name] = _operand(value, kind, cond.field)
-        return f"{_range_guard(column, kind, value)}{column} {_RANGE_SQL[op]} {p}", params
-    raise ProviderRejected(f"unknown filter op {op!r}")
-
-
-def _column(field: str, name: str, as_of_given: bool) -> tuple[str, str, dict[str, Any]]:
-    """The SQL a filter's field reads, the kind of its values (text, time, json) and any parameters."""
-    if field == "type":
-        return "v.type", "text", {}
-    if field.startswith("time."):
-        part = field.removeprefix("time.")
-        if part not in TIME_FIELDS:
-            raise ProviderRejected(f"cannot filter on {field!r}: time fields are {', '.join(TIME_FIELDS)}")
-        if part == "invalidated_at" and as_of_given:
-            # Compare with what the read shows: a version closed after `as_of` was open then.
-            return "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)", "time", {}
-        return f"v.{part}", "time", {}
-    if field.startswith("attributes."):
-        key = field.removeprefix("attributes.")
-        # SQLite's JSON path has no escape inside a quoted label, so a key with a quote cannot be named.
-        if not key or '"' in key:
-            raise ProviderRejected(f"cannot filter on {field!r}")
-        return f"json_extract(v.attributes, :{name}_path)", "json", {f"{name}_path": f'$."{key}"'}
-    raise ProviderRejected(f"cannot filter on {field!r}: fields are type, attributes.*, time.*")
+    return filter_sql.condition(_DIALECT, cond, name, as_of_given)
 
 
 def _range_guard(column: str, kind: str, value: Any) -> str:
@@ -179,18 +153,6 @@ def _range_guard(column: str, kind: str, value: Any) -> str:
     if isinstance(value, int | float):
         return f"typeof({column}) IN ('integer', 'real') AND "
     return f"typeof({column}) = 'text' AND "
-
-
-def _operand(value: Any, kind: str, field: str) -> Any:
-    if kind == "time":
-        return parse_instant(value, field)
-    if kind == "text":
-        if not isinstance(value, str):
-            raise ProviderRejected(f"{field}: expected a string")
-        return value
-    if value is not None and not isinstance(value, str | int | float):
-        raise ProviderRejected(f"{field}: can compare only strings, numbers and booleans")
-    return value
 
 
 # --------------------------------------------------------------------------- listing cursors

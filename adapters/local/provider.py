@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -46,43 +45,16 @@ from adapters.local import _sql as sql
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local._connections import LocalConnections
-
-# `fuse` is re-exported: the PostgreSQL provider ranks as this one does.
-from adapters.local._ranking import fuse as fuse
 from adapters.local._schema import to_json
+
+# Re-exported: callers have always read the capability document from here.
+from adapters.local.capabilities import CAPABILITIES as CAPABILITIES
+from adapters.local.capabilities import SEMANTIC_CAPABILITIES
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
-from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
+from adapters.versioning import not_before, refuse_following, revision_of, tombstone
 
-CAPABILITIES = Capabilities(
-    isolation="enforced_filter",
-    derivation="none",
-    signals=("query", "text", "filters"),
-    emulated_signals=("query",),
-    abstain=True,
-    keeps_episodes=True,
-    observe_answers="records",
-    history_content="versions",
-    history_structure="versions",
-    revise="native",
-    forget="native",
-    erase_unreachable="reported",
-    as_of=True,
-    named_queries=True,
-    free_query_languages=("sql",),
-    free_query_write=False,
-    consolidate="runs",
-    types=True,
-    graph_entities="stated",
-    media=("text/*", "image/*", "application/pdf", "audio/*", "video/*"),
-    bytes="referenced",
-    searches_many_memories=True,
-    data_location="gateway",
-)
-
-# With the sentence-embedding model loaded (memfed[semantic]), `query` is answered by meaning.
-SEMANTIC_CAPABILITIES = replace(CAPABILITIES, emulated_signals=())
 
 class LocalProvider(LocalConnections, LocalQueries):
     """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor.
@@ -152,25 +124,8 @@ class LocalProvider(LocalConnections, LocalQueries):
                 return done
             current = await self._current(db, memory_id, record_id)
             refuse_following(current, "revised")
-            t = current.time
-            at = not_before(revision.written_at, t.written_at)
-            following = Record(
-                id=current.id,
-                memory_id=memory_id,
-                type=or_keep(revision.type, current.type),
-                content=or_keep(revision.content, current.content),
-                written_by=revision.written_by,
-                time=RecordTime(
-                    at, revised(revision, "valid_from", t.valid_from), revised(revision, "valid_to", t.valid_to)
-                ),
-                version=current.version + 1,
-                supersedes=current.version,
-                title=revised(revision, "title", current.title),
-                attributes=or_keep(revision.attributes, current.attributes),
-                references=or_keep(revision.references, current.references),
-                follows=current.follows,
-                write_id=revision.write_id,
-            )
+            at = not_before(revision.written_at, current.time.written_at)
+            following = revision_of(current, memory_id, revision, at)
             local_types.check(following.type, following.attributes)
             await self._close_version(db, current, at)
             return await self._append(db, following)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from adapters import filter_sql
 from adapters.base import Condition, ProviderRejected, Signal
+from adapters.filter_sql import scope as scope
 from adapters.postgres._schema import COLUMNS
-from adapters.version_rows import parse_instant, to_json
+from adapters.version_rows import to_json
 
 # Letters and digits, the tokens of the SQLite provider's unicode61 tokenizer: everything else is a
 # separator on both providers, so "2026-10-09" is three words here too (PostgreSQL's own parser would
@@ -34,95 +36,58 @@ def words_only(text: str) -> str:
     return " ".join(_WORD.findall(folded))
 
 
-TIME_FIELDS = ("written_at", "valid_from", "valid_to", "invalidated_at")
-_RANGE_SQL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _SELECT = ", ".join(f"v.{c}" for c in COLUMNS)
 _INSERTED = tuple(c for c in COLUMNS if c != "seq")
 
 
-def scope(as_of: str | None, include: str) -> str:
-    """The versions a read sees: the current one of each record, or the one current at `as_of`."""
-    if include not in ("active", "all"):
-        raise ProviderRejected(f"include must be active or all, not {include!r}")
-    if as_of is None:
-        clause = "v.invalidated_at IS NULL"
-    else:
-        clause = "v.written_at <= :as_of AND (v.invalidated_at IS NULL OR v.invalidated_at > :as_of)"
-    return clause + (" AND v.forgets = 0" if include == "active" else "")
+class _PostgreSQL:
+    """PostgreSQL's spelling of a filter. Attributes are compared as jsonb, so a number equals a number
+    and a string a string, as the SQLite provider compares them (adapters/filter_sql.py: the shape)."""
+
+    def attribute(self, key: str, field: str, name: str) -> tuple[str, dict[str, Any]]:
+        if not key:
+            raise ProviderRejected(f"cannot filter on {field!r}")
+        # JSON null reads as absent, as SQLite's json_extract reads it.
+        return (f"NULLIF(CAST(v.attributes AS jsonb) -> CAST(:{name}_key AS text), 'null'::jsonb)",
+                {f"{name}_key": key})
+
+    def bound(self, value: Any, kind: str) -> Any:
+        return to_json(value, "filter value") if kind == "json" else value
+
+    def one_of(self, column: str, kind: str, values: list[Any], name: str, params: dict[str, Any]) -> str:
+        bound = [self.bound(v, kind) for v in values]
+        if kind == "json":
+            params[name] = to_json([json.loads(v) for v in bound], "filter value")
+            return f"{column} IN (SELECT jsonb_array_elements(CAST(CAST(:{name} AS text) AS jsonb)))"
+        params[name] = bound
+        return f"{column} = ANY(CAST(:{name} AS text[]))"
+
+    def equals(self, column: str, negated: bool, kind: str, name: str) -> str:
+        # IS DISTINCT FROM rather than !=: a record without the attribute is not equal to the value.
+        return f"{column} {'IS DISTINCT FROM' if negated else '='} {_operand_sql(kind, name)}"
+
+    def ranged(self, column: str, kind: str, symbol: str, value: Any, name: str, params: dict[str, Any]) -> str:
+        if kind != "json":
+            return f"{column} {symbol} :{name}"
+        # jsonb orders across kinds (every string before every number); a range on numbers matches numbers.
+        if isinstance(value, int | float):
+            return f"(jsonb_typeof({column}) = 'number' AND {column} {symbol} {_operand_sql(kind, name)})"
+        # jsonb compares strings in the database's collation; byte order is what SQLite compares by.
+        params[name] = value
+        return (f"(jsonb_typeof({column}) = 'string' AND ({column} #>> '{{}}') COLLATE \"C\" {symbol}"
+                f" CAST(:{name} AS text))")
+
+
+def _operand_sql(kind: str, name: str) -> str:
+    return f"CAST(CAST(:{name} AS text) AS jsonb)" if kind == "json" else f":{name}"
+
+
+_DIALECT = _PostgreSQL()
 
 
 def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
-    """One filter as SQL over alias `v`, with its parameters named after `name`. Attributes are compared
-    as jsonb, so a number equals a number and a string a string, as the SQLite provider compares them."""
-    params: dict[str, Any] = {}
-    if cond.field == "type":
-        return _compare("v.type", cond, name, params, kind="text")
-    if cond.field.startswith("time."):
-        field = cond.field.removeprefix("time.")
-        if field not in TIME_FIELDS:
-            raise ProviderRejected(f"cannot filter on {cond.field!r}: time fields are {', '.join(TIME_FIELDS)}")
-        column = f"v.{field}"
-        if field == "invalidated_at" and as_of_given:
-            # Compare with what the read shows: a version closed after `as_of` was open then.
-            column = "(CASE WHEN v.invalidated_at > :as_of THEN NULL ELSE v.invalidated_at END)"
-        return _compare(column, cond, name, params, kind="time")
-    if cond.field.startswith("attributes."):
-        key = cond.field.removeprefix("attributes.")
-        if not key:
-            raise ProviderRejected(f"cannot filter on {cond.field!r}")
-        params[f"{name}_key"] = key
-        # JSON null reads as absent, as SQLite's json_extract reads it.
-        column = f"NULLIF(CAST(v.attributes AS jsonb) -> CAST(:{name}_key AS text), 'null'::jsonb)"
-        return _compare(column, cond, name, params, kind="json")
-    raise ProviderRejected(f"cannot filter on {cond.field!r}: fields are type, attributes.*, time.*")
-
-
-def _compare(
-    column: str, cond: Condition, name: str, params: dict[str, Any], *, kind: str
-) -> tuple[str, dict[str, Any]]:
-    value, op, p = cond.value, cond.op, f":{name}"
-    operand = f"CAST(CAST({p} AS text) AS jsonb)" if kind == "json" else p
-    if op == "in":
-        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-            raise ProviderRejected(f"{cond.field} in: expected a list of values")
-        values = [_operand(v, kind, cond.field) for v in value]
-        if kind == "json":
-            params[name] = to_json([json.loads(v) for v in values], "filter value")
-            return f"{column} IN (SELECT jsonb_array_elements(CAST(CAST({p} AS text) AS jsonb)))", params
-        params[name] = values
-        return f"{column} = ANY(CAST({p} AS text[]))", params
-    if op in ("eq", "ne"):
-        if value is None:
-            return f"{column} IS {'NOT ' if op == 'ne' else ''}NULL", params
-        params[name] = _operand(value, kind, cond.field)
-        # IS DISTINCT FROM rather than !=: a record without the attribute is not equal to the value.
-        return f"{column} {'=' if op == 'eq' else 'IS DISTINCT FROM'} {operand}", params
-    if op in _RANGE_SQL:
-        if value is None or isinstance(value, bool):
-            raise ProviderRejected(f"{cond.field} {op}: expected a number, a string or an instant")
-        params[name] = _operand(value, kind, cond.field)
-        if kind != "json":
-            return f"{column} {_RANGE_SQL[op]} {p}", params
-        # jsonb orders across kinds (every string before every number); a range on numbers matches numbers.
-        if isinstance(value, int | float):
-            return f"(jsonb_typeof({column}) = 'number' AND {column} {_RANGE_SQL[op]} {operand})", params
-        # jsonb compares strings in the database's collation; byte order is what SQLite compares by.
-        params[name] = value
-        return (f"(jsonb_typeof({column}) = 'string' AND ({column} #>> '{{}}') COLLATE \"C\" {_RANGE_SQL[op]}"
-                f" CAST({p} AS text))"), params
-    raise ProviderRejected(f"unknown filter op {op!r}")
-
-
-def _operand(value: Any, kind: str, field: str) -> Any:
-    if kind == "time":
-        return parse_instant(value, field)
-    if kind == "text":
-        if not isinstance(value, str):
-            raise ProviderRejected(f"{field}: expected a string")
-        return value
-    if value is not None and not isinstance(value, str | int | float):
-        raise ProviderRejected(f"{field}: can compare only strings, numbers and booleans")
-    return to_json(value, "filter value")
+    """One filter as SQL over alias `v`, with its parameters named after `name`."""
+    return filter_sql.condition(_DIALECT, cond, name, as_of_given)
 
 
 class Statements:

@@ -23,11 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from adapters import degraded as entries
 from adapters import version_rows as rows_codec
 from adapters.base import (
-    SIGNALS,
     Capabilities,
     Erasure,
     Follows,
-    Hit,
     Include,
     NewRecord,
     Page,
@@ -39,23 +37,24 @@ from adapters.base import (
     RecordNotFound,
     RecordTime,
     Revision,
-    Signal,
     Writer,
     decode_cursor,
     encode_cursor,
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
+
+# The SQLite provider's ranking, row for row: both stores return the same version rows.
+from adapters.local import _ranking as ranking
 from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
-from adapters.local.provider import CAPABILITIES as LOCAL_CAPABILITIES
-from adapters.local.provider import fuse
+from adapters.local.capabilities import CAPABILITIES as LOCAL_CAPABILITIES
 from adapters.media import refuse_unkept_media
 from adapters.operations import OperationResult, TypeInfo
 from adapters.postgres._connections import PostgresConnections, execute, rows
 from adapters.postgres._schema import DEFAULT_SCHEMA, DEFAULT_TEXT_CONFIG, identifier
 from adapters.postgres._sql import Statements, words_only
 from adapters.postgres.queries import PostgresQueries
-from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
+from adapters.versioning import not_before, refuse_following, revision_of, tombstone
 
 # The local provider's claims, every one: queries run in the same sealed SQLite container (queries.py).
 CAPABILITIES = LOCAL_CAPABILITIES
@@ -157,25 +156,8 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
                 return done
             current = await self._current(db, memory_id, record_id)
             refuse_following(current, "revised")
-            t = current.time
-            at = not_before(revision.written_at, t.written_at)
-            following = Record(
-                id=current.id,
-                memory_id=memory_id,
-                type=or_keep(revision.type, current.type),
-                content=or_keep(revision.content, current.content),
-                written_by=revision.written_by,
-                time=RecordTime(
-                    at, revised(revision, "valid_from", t.valid_from), revised(revision, "valid_to", t.valid_to)
-                ),
-                version=current.version + 1,
-                supersedes=current.version,
-                title=revised(revision, "title", current.title),
-                attributes=or_keep(revision.attributes, current.attributes),
-                references=or_keep(revision.references, current.references),
-                follows=current.follows,
-                write_id=revision.write_id,
-            )
+            at = not_before(revision.written_at, current.time.written_at)
+            following = revision_of(current, memory_id, revision, at)
             local_types.check(following.type, following.attributes)
             await self._close_version(db, current, at)
             return await self._append(db, following)
@@ -304,25 +286,8 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
             async with self._pg_reading() as db:
                 found = list(await rows(db, *statement))
 
-        places: dict[int, dict[Signal, int]] = {}
-        versions: dict[int, Any] = {}
-        for row in found:
-            places.setdefault(row["seq"], {})[row["signal"]] = row["place"]
-            versions[row["seq"]] = row
-        scores = fuse(places, len(signals))
-        # Equal scores keep the newest first, then the higher id: the same records answer in one order.
-        ranked = sorted(
-            scores, key=lambda seq: (versions[seq]["written_at"], versions[seq]["record_id"]), reverse=True
-        )
-        ranked.sort(key=lambda seq: -scores[seq])
-        hits = tuple(
-            Hit(
-                record=rows_codec.record(versions[seq], at),
-                score=scores[seq],
-                why=tuple(s for s in SIGNALS if s in places[seq]),
-            )
-            for seq in ranked[: query.limit]
-        )
+        places, versions = ranking.placed(found)
+        hits = ranking.fused_hits(places, versions, len(signals), query.limit, at)
         matched_words = any(s in textual for by_signal in places.values() for s in by_signal)
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
 

@@ -43,7 +43,7 @@ from adapters.base import (
     Writer,
 )
 from adapters.records import words_of as render_text
-from adapters.versioning import not_before, or_keep, refuse_following, revised, tombstone
+from adapters.versioning import not_before, refuse_following, revision_of, tombstone
 from adapters.zep import _records as records
 from adapters.zep._derive import ZepDerivation
 from adapters.zep._dialect import DIALECTS
@@ -278,16 +278,7 @@ class ZepProvider(ZepRecall, ZepDerivation):
             raise Unsupported("a record Zep derived is Zep's to change: state a record of your own instead")
         refuse_following(cur, "revised")
         at = not_before(revision.written_at, cur.time.written_at)
-        new = Record(
-            id=cur.id, memory_id=memory_id, type=or_keep(revision.type, cur.type),
-            title=revised(revision, "title", cur.title), content=or_keep(revision.content, cur.content),
-            attributes=or_keep(revision.attributes, cur.attributes),
-            references=or_keep(revision.references, cur.references), version=cur.version + 1,
-            supersedes=cur.version, written_by=revision.written_by,
-            time=RecordTime(written_at=at, valid_from=revised(revision, "valid_from", cur.time.valid_from),
-                            valid_to=revised(revision, "valid_to", cur.time.valid_to)),
-            follows=cur.follows, write_id=revision.write_id,
-        )
+        new = revision_of(cur, memory_id, revision, at)
         return await self._next(memory_id, record_id, new, revision.write_id, closing=False,
                                 invalid_at=new.time.valid_from or at)
 

@@ -32,14 +32,11 @@ its memory's rows pending, in order, for as long as it is configured.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +45,6 @@ from sqlalchemy import func, insert, select, update
 from adapters.base import (
     Condition,
     FindsWrites,
-    NewRecord,
-    Part,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
@@ -58,10 +53,12 @@ from adapters.base import (
     RecallQuery,
     Record,
     Unsupported,
-    Writer,
-    part_from_json,
-    part_to_json,
 )
+from gateway.agent.background import Worker
+from gateway.agent.episodes import EPISODE as EPISODE
+from gateway.agent.episodes import OUTBOX_ATTRIBUTE as OUTBOX_ATTRIBUTE
+from gateway.agent.episodes import Episode as Episode
+from gateway.agent.episodes import decode, encode
 from gateway.clock import now_ms
 from gateway.federation.writes import maybe_applied
 from gateway.ids import new_id
@@ -72,22 +69,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memfed.outbox")
 
-OUTBOX_ATTRIBUTE = "x.memfed.outbox_id"
-EPISODE = "episode"
 BACKOFF_FIRST = 1.0  # seconds before the first retry; doubled per attempt
 BACKOFF_CAP = 300.0
 POLL = 5.0  # the worker looks at least this often (rows written by another process, schedules)
 BATCH = 100
 MAX_ATTEMPTS = 8  # sends that reached the provider and failed, before a row is given up as failed
-
-
-@dataclass(frozen=True)
-class Episode:
-    content: tuple[Part, ...]
-    written_by: Writer
-    written_at: datetime
-    title: str | None = None
-    attributes: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,34 +83,6 @@ class Outcome:
     kind: str
     record: Record | None = None
     error: ProviderError | None = None
-
-
-# ------------------------------------------------------------------ payloads
-
-
-def encode(episode: Episode) -> str:
-    writer = episode.written_by
-    return json.dumps({
-        "content": [part_to_json(p) for p in episode.content],
-        "written_by": {"kind": writer.kind, "id": writer.id, "type": writer.type,
-                       "on_behalf_of": writer.on_behalf_of},
-        "written_at": episode.written_at.isoformat(),
-        "title": episode.title,
-        "attributes": episode.attributes or {},
-    })
-
-
-def decode(payload: str, outbox_id: str) -> NewRecord:
-    data = json.loads(payload)
-    return NewRecord(
-        type=EPISODE,
-        content=tuple(part_from_json(p) for p in data["content"]),
-        written_by=Writer(**data["written_by"]),
-        written_at=datetime.fromisoformat(data["written_at"]),
-        title=data.get("title"),
-        attributes={**data.get("attributes", {}), OUTBOX_ATTRIBUTE: outbox_id},
-        write_id=outbox_id,
-    )
 
 
 # ------------------------------------------------------------------ writing and reading rows
@@ -368,48 +326,9 @@ async def _next_due_in(services: Services) -> float:
 # ------------------------------------------------------------------ the background worker
 
 
-class Worker:
-    """Sends what is due, sleeps until the next row is due (or it is woken), and again."""
-
-    def __init__(self, services: Services) -> None:
-        self.services = services
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="memfed-outbox")
-
-    def wake(self) -> None:
-        self._idle.clear()
-        self._wake.set()
-
-    async def idle(self) -> None:
-        """Return once a pass has found nothing left to send now (tests and shutdown use it)."""
-        await self._idle.wait()
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
-        first = True  # after a (re)start everything pending is sent at once, whatever its schedule
-        while True:
-            self._wake.clear()
-            try:
-                await deliver_due(self.services, ignore_schedule=first)
-                first = False
-                wait = await _next_due_in(self.services)
-                if await _nothing_due(self.services):
-                    self._idle.set()
-            except Exception:  # the worker must outlive a failing pass (a state store hiccup)
-                log.exception("outbox pass failed")
-                wait = POLL
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(wait):
-                    await self._wake.wait()
+async def _next_wait(services: Services) -> tuple[float, bool]:
+    """How long the worker may sleep, and whether nothing is left to send now."""
+    return await _next_due_in(services), await _nothing_due(services)
 
 
 async def _nothing_due(services: Services) -> bool:
@@ -428,7 +347,9 @@ async def start_background(services: Services) -> Worker:
     """Start the worker for these services (the app's lifespan calls this once)."""
     worker = _workers.get(id(services))
     if worker is None:
-        worker = _workers[id(services)] = Worker(services)
+        worker = _workers[id(services)] = Worker(
+            "memfed-outbox", lambda first: deliver_due(services, ignore_schedule=first),
+            lambda: _next_wait(services), POLL)
         worker.start()
     return worker
 

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from gateway import limits
 from gateway.answers import JSONAnswer
-from gateway.errors import ApiError, invalid
+from gateway.errors import ApiError, bad_request, invalid, json_required, validation_failed
 from gateway.federation.writes import WriteIntent
 from gateway.identity.auth import Principal, authenticate, unauthenticated
 from gateway.ids import new_id
@@ -243,12 +243,12 @@ def _parse_query(endpoint: Endpoint, request: Request) -> BaseModel | None:
     if endpoint.query is None:
         if request.query_params:
             name = next(iter(request.query_params))
-            raise ApiError(422, endpoint.invalid_code, f"Unknown query parameter {name!r}.", param=name)
+            raise invalid(f"Unknown query parameter {name!r}.", name, endpoint.invalid_code)
         return None
     raw: dict[str, str] = {}
     for name, value in request.query_params.multi_items():
         if name in raw:
-            raise ApiError(422, endpoint.invalid_code, f"Query parameter {name!r} given twice.", param=name)
+            raise invalid(f"Query parameter {name!r} given twice.", name, endpoint.invalid_code)
         raw[name] = value
     try:
         return endpoint.query.model_validate(raw)
@@ -261,8 +261,7 @@ async def _parse_body(endpoint: Endpoint, request: Request) -> BaseModel | None:
         return None
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
-        raise ApiError(415, "memfed_json_required", "This route reads a JSON body (Content-Type: "
-                       "application/json).", detail={"content_type": media[:100]})
+        raise json_required(media[:100])
     declared = limits.declared_length(request.headers)
     if declared is not None and declared > limits.MAX_JSON_BYTES:
         raise limits.body_too_large()
@@ -277,10 +276,10 @@ async def _parse_body(endpoint: Endpoint, request: Request) -> BaseModel | None:
         try:
             data = limits.loads(bytes(raw))
         except (ValueError, UnicodeDecodeError):
-            raise ApiError(400, "memfed_invalid_json", "The request body is not valid JSON.") from None
+            raise bad_request("The request body is not valid JSON.", code="memfed_invalid_json") from None
     if (problem := limits.plain_problem(data, bytes(raw))) is not None:
         where, what = problem
-        raise ApiError(422, endpoint.invalid_code, f"{where or 'The body'} {what}.", param=where or None)
+        raise invalid(f"{where or 'The body'} {what}.", where or None, endpoint.invalid_code)
     try:
         # Strict, as JSON Schema reads the document: `true` is not 1 and 1 is not "1". JSON mode still
         # reads RFC 3339 strings as datetimes. The text is known to be bounded and plain by now.
@@ -299,4 +298,4 @@ def _validation_error(exc: ValidationError, code: str, status: int = 422) -> Api
         {"param": ".".join(str(p) for p in e["loc"]), "message": e["msg"], "type": e["type"]}
         for e in exc.errors(include_url=False, include_input=False)
     ]
-    return ApiError(status, code, message, param=param, detail={"errors": detail})
+    return validation_failed(status, code, message, param, detail)

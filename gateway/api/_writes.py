@@ -15,6 +15,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from adapters.base import Erasure, ErasureIncomplete, Provider, ProviderError, Record
+from gateway import errors
 from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call
 from gateway.clock import now_ms
@@ -43,13 +44,7 @@ def write_intent(call: Call) -> WriteIntent:
 
 def outcome_unknown(provider: str, reason: str, wait_ms: int) -> ApiError:
     seconds = max(1, math.ceil(wait_ms / 1000))
-    return ApiError(
-        503, "memory_unavailable",
-        f"The memory's provider did not say whether the write was made ({reason}). Repeat the request with "
-        "the same Idempotency-Key to learn what happened: it is looked for before anything is written again.",
-        detail={"provider": provider, "reason": reason, "outcome": "unknown"},
-        headers={"Retry-After": str(seconds)},
-    )
+    return errors.outcome_unknown(provider, reason, seconds)
 
 
 async def write_record(call: Call, node: MemoryNode, write: Callable[[Provider], Awaitable[Record]], *,

@@ -32,7 +32,7 @@ from gateway.api.records import parts_from, writer_for
 from gateway.api.render import Reader, reader, record_json, written_json
 from gateway.api.responses_agent import JobOut, ObservationOut, PrimeOut
 from gateway.clock import now, now_ms
-from gateway.errors import ApiError, unsupported
+from gateway.errors import ApiError, job_not_found, provider_refused, unsupported
 from gateway.state.harnesses import Placed
 from gateway.state.tree import MemoryNode
 from policies import access
@@ -148,8 +148,7 @@ def _refusal(node: MemoryNode, error: ProviderError | None) -> ApiError:
     if isinstance(error, Unsupported):
         return unsupported(str(error) or "The memory's provider does not keep episodes.")
     reason = error.reason if error is not None else "rejected"
-    return ApiError(502, "memory_unavailable", "The memory's provider refused the episode.",
-                    detail={"provider": node.provider, "reason": reason})
+    return provider_refused(node.provider, reason, "The memory's provider refused the episode.")
 
 
 def _deferred(services: Services, node: MemoryNode) -> bool:
@@ -234,7 +233,7 @@ async def get_job(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "read", "memories.job")
     row = await outbox.job_row(call.services, call.path["job_id"])
     if row is None or row.memory_id != node.id:
-        raise ApiError(404, "memfed_job_not_found", "No such job on this memory.", param="job_id")
+        raise job_not_found()
     record_ids: list[str] = json.loads(row.record_ids)
     out: dict[str, Any] = {
         "id": row.id, "object": "memory.job", "memory_id": node.id, "status": row.status,

@@ -33,7 +33,16 @@ from gateway.api.guard import require
 from gateway.api.models import Page, Strict
 from gateway.api.responses_agent import ChangeList, RunList, RunOut
 from gateway.clock import now, now_ms, rfc3339_or_none
-from gateway.errors import ApiError, bad_cursor, busy, unsupported
+from gateway.errors import (
+    ApiError,
+    bad_cursor,
+    busy,
+    consolidation_not_found,
+    consolidation_provider_changed,
+    consolidation_reverted,
+    consolidation_running,
+    unsupported,
+)
 from gateway.federation.providers import ProviderHandle
 from gateway.ids import new_id
 from gateway.state.consolidations import Busy, Run
@@ -79,8 +88,7 @@ def _consolidating(services: Services, node: MemoryNode) -> tuple[ProviderHandle
 async def _run_row(services: Services, memory_id: str, run_id: str) -> Run:
     run: Run | None = await services.store.consolidations.get(memory_id, run_id)
     if run is None:
-        raise ApiError(404, "memfed_consolidation_not_found", "No such consolidation run on this memory.",
-                       param="run_id")
+        raise consolidation_not_found()
     return run
 
 
@@ -299,13 +307,11 @@ async def revert(call: Call) -> dict[str, Any]:
     node = require(call, call.path["memory_id"], "write", "consolidations.revert")
     run = await _run_row(services, node.id, call.path["run_id"])
     if run.status in ("queued", "running"):
-        raise ApiError(409, "memfed_consolidation_running", "The run has not finished; revert it once it has.")
+        raise consolidation_running()
     if run.reverted_by:
-        raise ApiError(409, "memfed_consolidation_reverted", "This run was reverted already.",
-                       detail={"reverted_by": run.reverted_by})
+        raise consolidation_reverted(run.reverted_by)
     if run.provider != node.provider:
-        raise ApiError(409, "memfed_consolidation_provider_changed", "The memory moved to another provider "
-                       "since this run; its changes are not that provider's to undo.")
+        raise consolidation_provider_changed()
     handle, _ = _consolidating(services, node)
     rows = await services.store.consolidations.written(run.id, unreverted=True)
     changes = [Change(r.record_id, r.kind, r.version) for r in rows]

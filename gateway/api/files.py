@@ -11,7 +11,7 @@ from starlette.formparsers import MultiPartParser
 from gateway import limits
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses import StoredFileOut
-from gateway.errors import ApiError, file_not_found, invalid
+from gateway.errors import ApiError, bad_request, file_not_found, file_too_large, invalid, multipart_required
 
 # What a multipart form adds around the file's bytes (boundaries, part headers, a `purpose` field).
 FORM_OVERHEAD = 64 * 1024
@@ -22,14 +22,13 @@ async def upload(call: Call) -> dict[str, Any]:
     request = call.request
 
     def too_large() -> ApiError:
-        return ApiError(413, "file_too_large", "The file is larger than this server accepts.",
-                        detail={"max_bytes": limit})
+        return file_too_large(limit)
 
     declared = limits.declared_length(request.headers)
     if declared is not None and declared > limit + FORM_OVERHEAD:
         raise too_large()
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise ApiError(415, "memfed_multipart_required", "Send the file as multipart/form-data.", param="file")
+        raise multipart_required()
     # The body is counted as it streams, so an upload without Content-Length stops at the limit: the
     # parser spools what it is given to disk, and it is never given more than the limit.
     stream = limits.bounded(request.stream(), limit + FORM_OVERHEAD, too_large)
@@ -39,7 +38,7 @@ async def upload(call: Call) -> dict[str, Any]:
     except ApiError:
         raise
     except Exception:  # the multipart parser's errors are the client's malformed body
-        raise ApiError(400, "memfed_invalid_multipart", "The multipart body could not be read.") from None
+        raise bad_request("The multipart body could not be read.", code="memfed_invalid_multipart") from None
     try:
         return await _save(call, form, limit, too_large)
     finally:

@@ -9,7 +9,7 @@ from gateway.api.guard import require, tree_change
 from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
 from gateway.api.responses import GrantDeleted, GrantList, GrantOut
-from gateway.errors import ApiError, invalid
+from gateway.errors import grant_not_found, invalid
 from policies import access, reach
 from policies.access import Grant
 
@@ -55,7 +55,7 @@ async def delete_grant(call: Call) -> dict[str, Any]:
         require(call, memory_id, "delete", "grants.delete")
         grant = store.tree.grant(call.path["grant_id"])
         if grant is None or grant.memory_id != memory_id:
-            raise ApiError(404, "memfed_grant_not_found", "No such grant on this memory.", param="grant_id")
+            raise grant_not_found()
         await store.remove_grant(grant.id)
     return {**grant_json(grant), "deleted": True}
 

@@ -25,7 +25,7 @@ from gateway.api.render import page_json, reader
 from gateway.api.responses import HarnessList, HarnessOut
 from gateway.api.responses_agent import HarnessMemoriesOut, HarnessPrimeOut, TurnOut
 from gateway.clock import now, now_ms
-from gateway.errors import ApiError, invalid
+from gateway.errors import ApiError, harness_not_found, invalid, memories_not_attached
 from gateway.ids import new_id
 from gateway.state.harnesses import Harness
 from gateway.state.store import StateStore
@@ -50,7 +50,7 @@ def granted(tree: Tree, principals: frozenset[str]) -> list[tuple[MemoryNode, fr
 
 
 def not_found() -> ApiError:
-    return ApiError(404, "memfed_harness_not_found", "No such harness.", param="harness_id")
+    return harness_not_found()
 
 
 async def load(call: Call, operation: str) -> Harness:
@@ -177,7 +177,7 @@ async def harness_prime(call: Call) -> dict[str, Any]:
                                    default=node.id == row.default_memory_id, tolerate=True)
                 for node, privileges in granted(tree, principals)]
     if not memories:
-        raise ApiError(404, "memories_not_attached", "The agent holds no memory: nothing was granted to it.")
+        raise memories_not_attached()
     primed = priming.render(memories, query.budget)
     await log_prime(call, primed, f"member:{row.agent_member_id}", row.id)
     # "memory_unavailable: timeout" -> memory:ID:records:timeout

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses_admin import LiveOut, ReadyOut
-from gateway.errors import ApiError, method_not_allowed, route_not_found
+from gateway.errors import draining, loading, method_not_allowed, route_not_found
 from gateway.state.loading import LoadProgress
 
 if TYPE_CHECKING:
@@ -114,10 +114,10 @@ class ReadinessGate:
             return
         if phase != "ready" and path not in OPEN_PATHS:
             if phase == "loading":
-                refusal = ApiError(503, "memfed_loading", "The gateway is starting; try again shortly.")
+                refusal = loading()
                 headers = {"Retry-After": "1"}
             else:
-                refusal = ApiError(503, "memfed_draining", "The gateway is stopping; send this to another one.")
+                refusal = draining()
                 headers = {"Connection": "close"}
             answer = refusal.response()
             answer.headers.update(headers)

@@ -11,7 +11,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
-from gateway.errors import ApiError, group_not_found, member_not_found
+from gateway.errors import group_exists, group_not_found, key_not_found, member_not_found, not_a_member
 from gateway.identity.auth import unauthenticated
 from gateway.state.directory import GroupRow, Member
 
@@ -70,7 +70,7 @@ async def revoke_key(call: Call) -> dict[str, Any]:
     require_admin(call, "keys.revoke")
     member = _member_or_404(call)
     if not await call.services.store.revoke_key(member.id, call.path["key_id"]):
-        raise ApiError(404, "memfed_key_not_found", "No such key for this member.", param="key_id")
+        raise key_not_found()
     return {"id": call.path["key_id"], "object": "api_key", "deleted": True}
 
 
@@ -79,7 +79,7 @@ async def create_group(call: Call) -> dict[str, Any]:
     body = call.body_as(CreateGroup)
     store = call.services.store
     if store.group_by_name(body.name) is not None:
-        raise ApiError(409, "memfed_group_exists", "A group with this name exists.", param="name")
+        raise group_exists()
     group = await store.create_group(body.name)
     return {"id": group.id, "object": "group", "name": group.name, "principal": f"group:{group.id}",
             "members": []}
@@ -121,7 +121,7 @@ async def remove_from_group(call: Call) -> dict[str, Any]:
     require_admin(call, "groups.remove_member")
     group, member_id = _group_and_member(call)
     if not await call.services.store.remove_from_group(group.id, member_id):
-        raise ApiError(404, "memfed_not_a_member", "The member is not in this group.", param="member_id")
+        raise not_a_member()
     return _group_json(call, group)
 
 

@@ -19,7 +19,15 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.api.responses_admin import ImportOut, MigrationOut, MigrationProgressOut
-from gateway.errors import ApiError, internal_error, invalid, memory_not_found
+from gateway.errors import (
+    ApiError,
+    body_too_large,
+    internal_error,
+    invalid,
+    memory_not_found,
+    migration_not_found,
+    translated,
+)
 from gateway.federation.failures import provider_failure
 from gateway.migration import jobs as migration
 from gateway.migration import progress
@@ -43,8 +51,8 @@ def _api_error(error: migration.CopyError) -> ApiError:
     param = detail.pop("param", None)
     if error.code == "memory_not_found":
         param = "memory_id"
-    return ApiError(error.status or _STATUS.get(error.code, 503), error.code, error.message, param=param,
-                    detail=detail or None, headers=error.headers)
+    return translated(error.status or _STATUS.get(error.code, 503), error.code, error.message, param=param,
+                      detail=detail or None, headers=error.headers)
 
 
 def _memory(call: Call, operation: str) -> str:
@@ -78,8 +86,7 @@ async def migrate_progress(call: Call) -> dict[str, Any]:
     memory_id = _memory(call, "memories.migrate_progress")
     entry = progress.read(call.services, memory_id)
     if entry is None:
-        raise ApiError(404, "memfed_migration_not_found", "No migration of this memory was started on this gateway "
-                       "since it started.", param="memory_id")
+        raise migration_not_found()
     return entry
 
 
@@ -126,8 +133,8 @@ async def import_(call: Call) -> dict[str, Any]:
     async for chunk in call.request.stream():
         raw += chunk
         if len(raw) > MAX_IMPORT_BYTES:
-            raise ApiError(413, "memfed_body_too_large", "The import is too large for one request; split it "
-                           "(importing the same lines again resumes).", detail={"max_bytes": MAX_IMPORT_BYTES})
+            raise body_too_large(MAX_IMPORT_BYTES, "The import is too large for one request; split it "
+                                 "(importing the same lines again resumes).")
     try:
         report = await migration.import_records(call.services, memory_id, bytes(raw).split(b"\n"))
     except migration.LineError as error:

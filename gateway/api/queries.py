@@ -36,7 +36,7 @@ from gateway.api.query_models import (
 from gateway.api.render import page_json, reader, recall_json, recall_result_json
 from gateway.api.responses_agent import QueryDeleted, QueryList, QueryOut, QueryResultOut
 from gateway.clock import now_ms
-from gateway.errors import ApiError, invalid, unsupported
+from gateway.errors import ApiError, invalid, query_conflict, query_not_found, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.state.queries import Definition, DefinitionRaced, NamedQuery
 from gateway.state.tree import MemoryNode
@@ -47,7 +47,7 @@ MAX_SECONDS = 2.0  # and never more than half the provider's timeout: the rest i
 
 
 def not_found() -> ApiError:
-    return ApiError(404, "memfed_query_not_found", "No such named query on this memory.", param="name")
+    return query_not_found()
 
 
 def querying(call: Call, node: MemoryNode, *, named: bool) -> tuple[ProviderHandle, QueryingProvider]:
@@ -161,7 +161,7 @@ async def _store(call: Call, node: MemoryNode, name: str, body: DefineQuery) -> 
     try:
         return await call.services.store.queries.define(node.id, name, what, call.authenticated().member_id, now_ms())
     except DefinitionRaced:
-        raise ApiError(409, "memfed_query_conflict", "The query changed while it was being defined; try again.") \
+        raise query_conflict() \
             from None
 
 

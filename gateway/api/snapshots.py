@@ -16,7 +16,7 @@ from gateway.api.models import Snapshot
 from gateway.api.render import iso, page_json
 from gateway.api.responses import SnapshotList, SnapshotOut
 from gateway.clock import now_ms
-from gateway.errors import ApiError, unsupported
+from gateway.errors import snapshot_exists, unsupported
 from gateway.ids import new_id
 from gateway.state.records import Snapshot as SnapshotRow
 
@@ -35,7 +35,7 @@ async def create_snapshot(call: Call) -> dict[str, Any]:
                           "instant (as_of), so a snapshot of it could never be read.")
     made = SnapshotRow(new_id("snapshot"), memory_id, body.name, body.message, now_ms(), call.authenticated().member_id)
     if not await call.services.store.snapshots.create(made):
-        raise ApiError(409, "memfed_snapshot_exists", "This memory has a snapshot of that name.", param="name")
+        raise snapshot_exists()
     return snapshot_json(made)
 
 

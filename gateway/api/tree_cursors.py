@@ -14,7 +14,7 @@ cursor of one kind (or of another listing) is refused by the others:
 from __future__ import annotations
 
 from adapters import cursors
-from gateway.errors import ApiError, bad_cursor
+from gateway.errors import ApiError, bad_cursor, invalid
 from gateway.state.entries import EntryKey
 from policies.pages import SortKey
 
@@ -23,8 +23,8 @@ LONGEST = cursors.MAX_LENGTH  # a deeper path keeps only its deepest part
 
 
 def gone() -> ApiError:
-    return ApiError(422, "memory_invalid", "The place this cursor points to is gone (memories above it were "
-                    "deleted or moved): list again without a cursor.", param="cursor")
+    return invalid("The place this cursor points to is gone (memories above it were deleted or moved): list "
+                   "again without a cursor.", "cursor")
 
 
 def _read(listing: str, cursor: str, shape: tuple[type, ...]) -> tuple[object, ...]:

@@ -33,7 +33,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin
 from gateway.api.tree_import_models import ImportAnswerLine, ImportGrantLine, ImportLine, ImportMemoryLine
 from gateway.clock import now_ms
-from gateway.errors import ApiError
+from gateway.errors import ApiError, memory_changed, memory_gone, ndjson_required, state_unavailable, translated
 from gateway.ids import IdPool
 from gateway.state.tree import MemoryNode
 from gateway.state.tree_import import ImportRefused, TreePlan, write_plan
@@ -52,8 +52,8 @@ _REFUSED = {"not_found": 404, "too_deep": 422, "taken": 422, "busy": 409, "aband
 
 
 def line_error(number: int, status: int, code: str, message: str, param: str | None = None) -> ApiError:
-    return ApiError(status, code, f"Line {number}: {message} Nothing was imported.", param=param,
-                    detail={"line": number})
+    return translated(status, code, f"Line {number}: {message} Nothing was imported.", param=param,
+                      detail={"line": number})
 
 
 class Reader:
@@ -175,15 +175,14 @@ class Reader:
                 # Its memories were planned without the importer's own grant, counting on these.
                 self.call.audit(OPERATION, memory_id, "create", False, "refused: the importer's privileges here "
                                 "changed while the import was read")
-                raise ApiError(409, "memory_busy", "The importer's privileges on a memory it writes below changed "
-                               "while the import was read; send it again.", param="memory_id",
-                               detail={"memory_id": memory_id})
+                raise memory_changed("The importer's privileges on a memory it writes below changed while the "
+                                     "import was read; send it again.", memory_id)
             if privilege not in held:
                 decision = access.explain(tree, principals, memory_id) if tree.exists(memory_id) else None
                 self.call.audit(OPERATION, memory_id, privilege, False,
                                 decision.reason(privilege) if decision else "refused: no such memory")
-                raise ApiError(404, "memory_not_found", "A memory the import writes below or grants on is no "
-                               "longer there for this caller.", param="memory_id", detail={"memory_id": memory_id})
+                raise memory_gone("A memory the import writes below or grants on is no longer there for this "
+                                  "caller.", memory_id)
 
 
 async def read_lines(call: Call, reader: Reader) -> None:
@@ -241,8 +240,7 @@ async def import_tree(call: Call) -> StreamingResponse:
     require_admin(call, OPERATION)
     media = call.request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != MEDIA_TYPE:
-        raise ApiError(415, "memfed_ndjson_required", f"This route reads NDJSON (Content-Type: {MEDIA_TYPE}), "
-                       "one memory or grant a line.", detail={"content_type": media[:100]})
+        raise ndjson_required(MEDIA_TYPE, media[:100])
     reader = Reader(call)
     with _collector:
         await read_lines(call, reader)
@@ -284,8 +282,8 @@ async def _progress(call: Call, reader: Reader, summary: dict[str, Any]) -> Asyn
         except ImportRefused as refused:
             status = _REFUSED[refused.kind]
             code = {404: "memory_not_found", 409: "memory_busy"}.get(status, "memory_invalid")
-            error = ApiError(status, code, refused.message + " Nothing was imported.", param="memory_id",
-                             detail={"memory_id": refused.memory_id, "status": status})
+            error = translated(status, code, refused.message + " Nothing was imported.", param="memory_id",
+                               detail={"memory_id": refused.memory_id, "status": status})
             yield _line(error.envelope())
             return
         except ApiError as error:
@@ -297,8 +295,8 @@ async def _progress(call: Call, reader: Reader, summary: dict[str, Any]) -> Asyn
             log.exception("tree import failed")
             said = ("It was committed: the change log brings it into every instance from its next request."
                     if plan.committed else "It was rolled back: nothing was imported.")
-            failure = ApiError(503, "memfed_state_unavailable", f"The state store failed during the import. {said}",
-                               detail={"status": 503, "committed": plan.committed})
+            failure = state_unavailable(f"The state store failed during the import. {said}",
+                                        {"status": 503, "committed": plan.committed})
             yield _line(failure.envelope())
             return
         yield _line(summary)

@@ -30,7 +30,7 @@ from gateway.api.records import render_written, writer_for
 from gateway.api.responses import OperationOut
 from gateway.api.responses_admin import TypeList
 from gateway.clock import now
-from gateway.errors import ApiError, invalid, unsupported
+from gateway.errors import invalid, operation_not_found, unsupported
 
 if TYPE_CHECKING:
     from gateway.services import Services
@@ -130,8 +130,7 @@ async def operate(call: Call) -> dict[str, Any]:
     infos = list(_typed(services, node).types())
     needs = {op.requires for info in infos for op in info.operations if op.name == name}
     if not needs:
-        raise ApiError(404, "memfed_operation_not_found", f"No type of this memory's provider has an operation "
-                       f"named {name!r}.", param="name")
+        raise operation_not_found(name)
     if not needs & held:
         require(call, node.id, sorted(needs)[0], "records.operate")  # refuses, and logs why
     current = await with_alias(services, node, call.path["record_id"],

@@ -20,8 +20,17 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway import errors
 from gateway.console.sessions import COOKIE, CSRF_HEADER, Session, Sessions, csrf_ok
-from gateway.errors import ApiError, cross_origin, invalid, route_not_found
+from gateway.errors import (
+    ApiError,
+    console_signed_out,
+    cross_origin,
+    invalid,
+    invalid_credentials,
+    media_refused,
+    route_not_found,
+)
 from gateway.identity.auth import resolve_token
 
 if TYPE_CHECKING:
@@ -48,7 +57,7 @@ def _static_root() -> Any:
 
 
 def signed_out() -> ApiError:
-    return ApiError(401, "memfed_console_signed_out", "Sign in to the console first.")
+    return console_signed_out()
 
 
 def _same_origin(request: Request) -> bool:
@@ -89,7 +98,7 @@ class Console:
         if not _same_origin(request):
             return cross_origin("Sign-in from another origin is refused.").response()
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return ApiError(415, "memfed_invalid_request", "Send the credential as JSON.").response()
+            return media_refused("Send the credential as JSON.").response()
         try:
             body = json.loads(await request.body())
         except ValueError:
@@ -103,8 +112,8 @@ class Console:
         except ApiError as error:  # e.g. the identity provider's keys cannot be fetched
             return error.response()
         if principal is None:
-            return ApiError(401, "invalid_credentials", "That credential is not valid.",
-                            param="credential").response()
+            return invalid_credentials("That credential is not valid.", "credential",
+                                       challenge=False).response()
         self.sessions.close(request.cookies.get(COOKIE))
         cookie, session = self.sessions.open(credential.strip(), principal.member_id)
         answer = JSONResponse(_session_document(principal, session), status_code=201)
@@ -168,8 +177,7 @@ class Console:
 
 
 def csrf_refused() -> ApiError:
-    return ApiError(403, "memfed_csrf_token_invalid",
-                    "A change from the console must carry the session's CSRF token in X-CSRF-Token.")
+    return errors.csrf_refused()
 
 
 def _session_document(principal: Any, session: Session) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gateway.config import Limits
-from gateway.errors import ApiError
+from gateway.errors import ApiError, rate_limited
 from gateway.federation.breaker import caller
 from gateway.identity.auth import Principal
 
@@ -27,8 +27,7 @@ _KEPT = 10_000  # members whose buckets are kept before full ones (nothing to re
 
 def too_many(message: str, retry_after: float, limit: str) -> ApiError:
     wait = max(1, math.ceil(retry_after))
-    return ApiError(429, "memfed_rate_limited", message, detail={"retry_after": wait, "limit": limit},
-                    headers={"Retry-After": str(wait)})
+    return rate_limited(message, wait, limit)
 
 
 class MemberLimits:

@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.answers import JSONAnswer
 from gateway.clock import now_ms
-from gateway.errors import ApiError
+from gateway.errors import ApiError, idempotency_key_in_use, idempotency_key_invalid, idempotency_key_reused
 from gateway.federation.writes import Retry, WriteIntent, new_write_id
 from gateway.state import idempotency_keys as keys
 from gateway.state.store import StateStore
@@ -69,8 +69,7 @@ class Idempotency:
         """`work` once for `principal`'s `key`: a repeat replays its answer. `fingerprint` tells the same
         request from another one reusing the key; `claimed` is told the write id the work must carry."""
         if len(key) > 255:
-            raise ApiError(400, "memfed_invalid_idempotency_key", "Idempotency-Key is at most 255 characters.",
-                           param="Idempotency-Key")
+            raise idempotency_key_invalid()
         waited_until = time.monotonic() + WAIT_LIMIT
         async with self._turn(principal, key, waited_until):
             taken = await self._claim(principal, key, fingerprint, waited_until)
@@ -120,8 +119,7 @@ class Idempotency:
                 await keys.forget_expired(engine, row)
                 continue
             if row.fingerprint != fingerprint:
-                raise ApiError(422, "memfed_idempotency_key_reused",
-                               "This Idempotency-Key was used with a different request.", param="Idempotency-Key")
+                raise idempotency_key_reused()
             if row.state == keys.DONE:
                 replay = JSONAnswer(json.loads(row.body or "null"), status_code=row.status or 200)
                 replay.headers["idempotent-replayed"] = "true"
@@ -198,6 +196,4 @@ class Idempotency:
 
 
 def _still_running() -> ApiError:
-    return ApiError(409, "memfed_idempotency_key_in_use",
-                    "A request with this Idempotency-Key is still running; repeat it later for its answer.",
-                    param="Idempotency-Key", headers={"Retry-After": "5"})
+    return idempotency_key_in_use()

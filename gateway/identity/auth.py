@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
 
-from gateway.errors import ApiError
+from gateway.errors import ApiError, invalid_credentials
 
 if TYPE_CHECKING:
     from gateway.identity.oidc import OidcVerifier
@@ -53,7 +53,7 @@ class Principal:
 
 
 def unauthenticated(message: str = "A valid bearer credential is required.") -> ApiError:
-    return ApiError(401, "invalid_credentials", message, headers={"WWW-Authenticate": "Bearer"})
+    return invalid_credentials(message)
 
 
 def bearer_token(header: str | None) -> str | None:

@@ -38,7 +38,7 @@ from gateway.agent.mcp.api import Caller, LocalApi
 from gateway.agent.mcp.offer import offered_tools
 from gateway.agent.mcp.run import run_tool
 from gateway.agent.mcp.tools import ID_PATTERN, input_schema
-from gateway.errors import ApiError, invalid
+from gateway.errors import invalid, mcp_not_running
 from gateway.identity.auth import bearer_token, resolve_token, unauthenticated
 from gateway.ids import new_id
 
@@ -104,7 +104,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
-            error = ApiError(503, "memfed_mcp_not_running", "The MCP endpoint is not running in this process.")
+            error = mcp_not_running()
             await error.response()(scope, receive, send)
             return
         headers = Headers(scope=scope)
