@@ -251,26 +251,27 @@ class Tree:
         self._load_last, self._load_in_order = (last_created, last_id), in_order
 
     def load_grants(self, rows: Iterable[Sequence[Any]], privileges_of: Callable[[str], frozenset[str]]) -> None:
-        """Grants from `grants` rows (id, memory_id, principal, privileges, implicit, ...): the load's other
-        hot loop, `add_grant` without its per-call checks."""
+        """Grants from rows of (id, memory_id, principal, privileges, implicit): the load's other hot loop,
+        `add_grant` without its per-call checks."""
         nodes, on, to, by_id = self._nodes, self._grants_on, self._grants_to, self._grants_by_id
         shared = self._privileges
         intern = sys.intern
         by_text: dict[str, frozenset[str]] = {}  # rows repeat a few texts a million times
-        for grant_id, memory_id, principal, text, implicit, *_rest in rows:
+        for grant_id, memory_id, principal, text, implicit in rows:
             node = nodes.get(memory_id)
+            if node is not None:
+                memory_id = node.id  # the node's string, not a second copy of it
             privileges = by_text.get(text)
             if privileges is None:
                 parsed = privileges_of(text)
                 privileges = by_text[text] = shared.setdefault(parsed, parsed)
-            grant = Grant(grant_id, node.id if node is not None else memory_id, intern(principal), privileges,
-                          bool(implicit))
-            by_id[grant_id] = grant
-            held = on.get(grant.memory_id)
-            on[grant.memory_id] = (grant,) if held is None else (*held, grant)
-            mine = to.get(grant.principal)
+            principal = intern(principal)
+            grant = by_id[grant_id] = Grant(grant_id, memory_id, principal, privileges, bool(implicit))
+            held = on.get(memory_id)
+            on[memory_id] = (grant,) if held is None else (*held, grant)
+            mine = to.get(principal)
             if mine is None:
-                to[grant.principal] = [grant]
+                to[principal] = [grant]
             else:
                 mine.append(grant)
         self.version += 1
