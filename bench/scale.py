@@ -12,7 +12,11 @@ a real process, and printed:
   who made every memory), entry points for the admin (a million implicit grants at 1M) and for a member
   holding `--grants` grants; the first (cold) entry-point page is printed apart, since it computes the list
   the later pages bisect;
-* the longest `/healthz` answer while the listings run, from a ticker thread asking every 10 ms.
+* the longest `/healthz` answer while the listings run, from a ticker thread asking every 10 ms;
+* the loop's longest stall measured inside the server (gateway/telemetry/stall.py, read from `/metrics`,
+  which the bench turns on): since the start once ready (the load), and over the listings (the largest
+  `memfed_loop_stall_recent` seen, scraped every second, after waiting out the load's window), with the
+  count of stalls over 20 ms in each phase.
 
 Prints figures; asserts nothing. The machine is shared: figures are what this run saw.
 """
@@ -21,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -42,13 +48,25 @@ SCHEMA = "memfed_scale_bench"
 PAGES = 150
 
 
+STALL_WINDOW = 10.0  # the server's `memfed_loop_stall_recent` covers this many seconds
+
+
+def _gauges(client: httpx.Client) -> dict[str, float]:
+    """The loop-stall gauges of the server's /metrics, by name."""
+    text = client.get("/metrics").text
+    return {name: float(value) for name, value in
+            re.findall(r"^(memfed_loop_stall\w*?)(?:_seconds)?(?:\{[^}]*\})? (\S+)$", text, re.M)}
+
+
 class Ticker(threading.Thread):
-    """Asks /healthz every 10 ms and keeps the longest answer: the loop held for longer shows here."""
+    """Asks /healthz every 10 ms and keeps the longest answer: the loop held for longer shows here. Every
+    second it also reads the server's own loop-stall gauges and keeps the largest recent stall."""
 
     def __init__(self, base: str) -> None:
         super().__init__(daemon=True)
         self.base, self.longest, self.stop = base, 0.0, threading.Event()
         self.times: list[float] = []
+        self.stall, self.gauges, self._scraped = 0.0, dict[str, float](), 0.0
 
     def run(self) -> None:
         with httpx.Client(base_url=self.base, timeout=30) as client:
@@ -62,10 +80,15 @@ class Ticker(threading.Thread):
                 took = time.perf_counter() - began
                 self.times.append(took)
                 self.longest = max(self.longest, took)
+                if time.monotonic() - self._scraped >= 1.0:
+                    self._scraped = time.monotonic()
+                    with contextlib.suppress(httpx.HTTPError):
+                        self.gauges = _gauges(client)
+                    self.stall = max(self.stall, self.gauges.get("memfed_loop_stall_recent", 0.0))
                 time.sleep(0.01)
 
     def reset(self) -> None:
-        self.longest, self.times = 0.0, []
+        self.longest, self.times, self.stall = 0.0, [], 0.0
 
 
 def _rss_mb(pid: int) -> float:
@@ -102,8 +125,10 @@ def _line(label: str, took: list[float]) -> str:
 
 
 async def _listings(base: str, seeded: Seeded, ticker: Ticker) -> None:
+    await asyncio.sleep(STALL_WINDOW + 1.5)  # the recent stall figure forgets the load before listings start
+    ticker.reset()
+    stalls_before = ticker.gauges.get("memfed_loop_stalls", 0.0)
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
-        ticker.reset()
         runs = [
             ("?parent=<big fan-out parent> (admin)", {"parent": seeded.big_parent}, ADMIN_KEY),
             ("?ancestor=<root> (admin)", {"ancestor": seeded.root}, ADMIN_KEY),
@@ -117,6 +142,9 @@ async def _listings(base: str, seeded: Seeded, ticker: Ticker) -> None:
             print(_line(label, warm), flush=True)
         print(f"  longest /healthz answer during listings: {ticker.longest * 1000:.1f} ms "
               f"(median {statistics.median(ticker.times) * 1000:.1f} ms over {len(ticker.times)} asks)", flush=True)
+    await asyncio.sleep(1.5)  # one more scrape, covering the last pages
+    print(f"  loop stall inside the server during listings: longest {ticker.stall * 1000:.1f} ms, "
+          f"{ticker.gauges.get('memfed_loop_stalls', 0.0) - stalls_before:.0f} stalls over 20 ms", flush=True)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -131,13 +159,15 @@ def run_one(memories: int, grants: int, postgres: bool) -> None:
         data.mkdir(mode=0o700)
         began = time.monotonic()
         args = [*memfed_command(), "serve", "--port", str(port := free_port()), "--data-dir", str(data)]
+        config = work / "memfed.toml"
+        settings = '[telemetry]\nmetrics = "prometheus"\n'  # the loop-stall gauges are read from /metrics
         if postgres:
             seeded = asyncio.run(seed_postgres(PG, SCHEMA, memories, grants))
-            config = work / "memfed.toml"
-            config.write_text(f'[state]\nurl = "{PG}"\nschema = "{SCHEMA}"\n')
-            args += ["--config", str(config)]
+            settings += f'[state]\nurl = "{PG}"\nschema = "{SCHEMA}"\n'
         else:
             seeded = seed_sqlite(str(data / "state.sqlite3"), memories, grants)
+        config.write_text(settings)
+        args += ["--config", str(config)]
         print(f"{seeded.memories:,} memories, {seeded.grants:,} grants ({'PostgreSQL' if postgres else 'SQLite'}): "
               f"seeded in {time.monotonic() - began:.1f} s", flush=True)
         base = f"http://127.0.0.1:{port}"
@@ -169,6 +199,11 @@ def run_one(memories: int, grants: int, postgres: bool) -> None:
                   f"(server CPU {ready_cpu:.2f} s) "
                   f"(readiness progress seen: {progress[:1] + progress[-1:]} of {len(progress)} probes); "
                   f"longest /healthz while loading {ticker.longest * 1000:.1f} ms", flush=True)
+            with httpx.Client(base_url=base, timeout=30) as client:
+                loaded = _gauges(client)
+            print(f"  loop stall inside the server since the start (the load): longest "
+                  f"{loaded.get('memfed_loop_stall_max', float('nan')) * 1000:.1f} ms, "
+                  f"{loaded.get('memfed_loop_stalls', float('nan')):.0f} stalls over 20 ms", flush=True)
             print(f"  RSS once ready: {_rss_mb(process.pid):.0f} MB", flush=True)
             asyncio.run(_listings(base, seeded, ticker))
             print(f"  RSS after listings: {_rss_mb(process.pid):.0f} MB", flush=True)

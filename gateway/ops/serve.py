@@ -28,6 +28,7 @@ from logging.handlers import MemoryHandler
 from types import FrameType
 
 import uvicorn
+from starlette.applications import Starlette
 
 import adapters
 from gateway.agent import outbox
@@ -36,7 +37,9 @@ from gateway.app import begin_serving, create_app, end_serving, open_services
 from gateway.config import Config
 from gateway.ops.failure import one_line
 from gateway.services import Services
+from gateway.telemetry import stall
 from gateway.telemetry.export import Telemetry
+from gateway.telemetry.stall import StallWatch
 from gateway.telemetry.tracing import flush as flush_spans
 
 log = logging.getLogger("memfed.serve")
@@ -79,6 +82,19 @@ async def _serve(config: Config) -> int:
     server = DrainingServer(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            lifespan="on", timeout_graceful_shutdown=math.ceil(config.grace_seconds)),
                             readiness)
+    # Watched from before the load: the load's slices are where the loop is most at risk of being held.
+    watch = StallWatch()
+    watch.start()
+    stall.watching(watch)
+    try:
+        return await _serve_watched(config, readiness, telemetry, app, server)
+    finally:
+        stall.watching(None)
+        await watch.stop()
+
+
+async def _serve_watched(config: Config, readiness: Readiness, telemetry: Telemetry, app: Starlette,
+                         server: DrainingServer) -> int:
     held = HeldLines("uvicorn", "mcp")  # said once the state is in; a start that fails says only its one line
     serving = asyncio.create_task(_until_stopped(server), name="memfed-server")
     gc.disable()

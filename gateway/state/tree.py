@@ -59,6 +59,10 @@ class Tree:
         self._grants_by_id: dict[str, Grant] = {}
         self._privileges: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct set
         self._restricted_under: dict[str | None, set[str]] = {}  # only parents with a restricted child
+        # While loading (load_nodes, then order_children): the last row's key, and whether every row so
+        # far came after the one before it.
+        self._load_last: SortKey = (-(2**63), "")
+        self._load_in_order = True
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -165,19 +169,34 @@ class Tree:
 
         Each memory is walked up once: a walk stops at a memory already known to reach a root."""
         depth_of: dict[str | None, int] = {None: -1}  # memory -> its depth below its root
-        for count, start in enumerate(list(self._nodes), start=1):
+        nodes = self._nodes
+        for count, start in enumerate(list(nodes), start=1):
             if count % every == 0:
                 yield None
+            if start in depth_of:
+                continue
+            # Most memories come after their parent (rows are read in creation order), so the parent's
+            # depth is known: one step, no walk.
+            parent = nodes[start].parent_id
+            base = depth_of.get(parent)
+            if base is None and parent not in nodes:
+                base = -1  # a parent that is not a memory counts as no parent
+            if base is not None:
+                depth_of[start] = base + 1
+                if base + 1 > MAX_DEPTH:
+                    yield "too_deep", [start]
+                    return
+                continue
             walked: list[str] = []
             on_walk: set[str] = set()
             node: str | None = start
-            while node is not None and node in self._nodes and node not in depth_of:
+            while node is not None and node in nodes and node not in depth_of:
                 if node in on_walk:
                     yield "cycle", walked[walked.index(node):]
                     return
                 walked.append(node)
                 on_walk.add(node)
-                node = self._nodes[node].parent_id
+                node = nodes[node].parent_id
             base = depth_of.get(node, -1)  # a parent that is not a memory counts as no parent
             for steps, memory_id in enumerate(reversed(walked), start=1):
                 depth_of[memory_id] = base + steps
@@ -207,10 +226,18 @@ class Tree:
 
     def load_nodes(self, rows: Iterable[Sequence[Any]]) -> None:
         """New nodes from `memories` rows (columns in table order), appended to their siblings whatever
-        their keys: `order_children` must follow before the tree is read. The load's hot loop."""
+        their keys: `order_children` must follow before the tree is read. The load's hot loop.
+
+        Rows read in key order (the load asks for them so) leave every list of siblings in order; whether
+        they came so is noted here, row by row, so `order_children` need not look at each list again."""
         nodes, children, intern = self._nodes, self._children, sys.intern
         restricted_under = self._restricted_under
+        last_created, last_id = self._load_last
+        in_order = self._load_in_order
         for memory_id, name, description, parent_id, restricted, provider, created_by, created, updated in rows:
+            if in_order and (created < last_created or (created == last_created and memory_id <= last_id)):
+                in_order = False
+            last_created, last_id = created, memory_id
             nodes[memory_id] = MemoryNode(memory_id, name, description, parent_id, bool(restricted),
                                           intern(provider), intern(created_by), created,
                                           created if updated == created else updated)
@@ -221,28 +248,30 @@ class Tree:
                 siblings.append(memory_id)
             if restricted:
                 restricted_under.setdefault(parent_id, set()).add(memory_id)
+        self._load_last, self._load_in_order = (last_created, last_id), in_order
 
     def load_grants(self, rows: Iterable[Sequence[Any]], privileges_of: Callable[[str], frozenset[str]]) -> None:
-        """Grants from `grants` rows (id, memory_id, principal, privileges, implicit, ...): the load's other
-        hot loop, `add_grant` without its per-call checks."""
+        """Grants from rows of (id, memory_id, principal, privileges, implicit): the load's other hot loop,
+        `add_grant` without its per-call checks."""
         nodes, on, to, by_id = self._nodes, self._grants_on, self._grants_to, self._grants_by_id
         shared = self._privileges
         intern = sys.intern
         by_text: dict[str, frozenset[str]] = {}  # rows repeat a few texts a million times
-        for grant_id, memory_id, principal, text, implicit, *_rest in rows:
+        for grant_id, memory_id, principal, text, implicit in rows:
             node = nodes.get(memory_id)
+            if node is not None:
+                memory_id = node.id  # the node's string, not a second copy of it
             privileges = by_text.get(text)
             if privileges is None:
                 parsed = privileges_of(text)
                 privileges = by_text[text] = shared.setdefault(parsed, parsed)
-            grant = Grant(grant_id, node.id if node is not None else memory_id, intern(principal), privileges,
-                          bool(implicit))
-            by_id[grant_id] = grant
-            held = on.get(grant.memory_id)
-            on[grant.memory_id] = (grant,) if held is None else (*held, grant)
-            mine = to.get(grant.principal)
+            principal = intern(principal)
+            grant = by_id[grant_id] = Grant(grant_id, memory_id, principal, privileges, bool(implicit))
+            held = on.get(memory_id)
+            on[memory_id] = (grant,) if held is None else (*held, grant)
+            mine = to.get(principal)
             if mine is None:
-                to[grant.principal] = [grant]
+                to[principal] = [grant]
             else:
                 mine.append(grant)
         self.version += 1
@@ -250,10 +279,12 @@ class Tree:
     def order_children(self, every: int = 20_000) -> Iterator[int]:
         """Sort every list of siblings into key order; yields after each `every` siblings looked at, so a
         caller may let others run in between. A list already in order (rows read in key order) is only
-        checked; a list longer than `every` is still sorted in one step."""
+        checked; a list longer than `every` is still sorted in one step. When every row came to `load_nodes`
+        in key order, no list needs looking at."""
         nodes = self._nodes
         since = 0
-        for siblings in list(self._children.values()):
+        in_order, self._load_in_order, self._load_last = self._load_in_order, True, (-(2**63), "")
+        for siblings in [] if in_order else list(self._children.values()):
             keys = [(nodes[m].created_at, m) for m in siblings]
             if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
                 siblings.sort(key=lambda m: (nodes[m].created_at, m))

@@ -18,6 +18,7 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMet
 
 from gateway import __version__
 from gateway.clock import now_ms
+from gateway.telemetry import stall
 
 
 class Observed(Protocol):
@@ -76,6 +77,12 @@ class Metrics:
                                       description="Age of the oldest undelivered outbox row (sampled)")
         meter.create_observable_gauge("memfed.tree.memories", [self._tree_size], unit="{memory}",
                                       description="Memories in the tree this gateway holds")
+        meter.create_observable_gauge("memfed.loop.stall.max", [self._stall_max], unit="s",
+                                      description="Longest the event loop was held, since the start")
+        meter.create_observable_gauge("memfed.loop.stall.recent", [self._stall_recent], unit="s",
+                                      description="Longest the event loop was held in the last 10 seconds")
+        meter.create_observable_gauge("memfed.loop.stalls", [self._stalls], unit="{stall}",
+                                      description="Times the event loop was held over 20 ms, since the start")
 
     def _breakers(self, _options: CallbackOptions) -> Iterable[Observation]:
         if self.services is None:
@@ -94,6 +101,15 @@ class Metrics:
 
     def _tree_size(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [] if self.services is None else [Observation(self.services.tree_size())]
+
+    def _stall_max(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [] if (watch := stall.current()) is None else [Observation(watch.longest)]
+
+    def _stall_recent(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [] if (watch := stall.current()) is None else [Observation(watch.recent())]
+
+    def _stalls(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [] if (watch := stall.current()) is None else [Observation(watch.stalls)]
 
 
 _current = Metrics(NoOpMeterProvider())

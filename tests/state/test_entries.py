@@ -85,3 +85,31 @@ def test_a_kept_entry_point_that_no_longer_is_one_is_told_apart() -> None:
     tree.remove_grant("gp")
     tree.remove_grant("gc")
     assert not entries.still_entry(tree, CALLER, "c")
+
+
+async def test_entry_points_stay_the_decided_ones_under_random_grants_revokes_moves_and_restricts() -> None:
+    """After each of many random changes (a grant, a revoke, a move under another memory or to the top, a
+    restrict or unrestrict), the kept list holds exactly what access.entry_points decides, in key order;
+    siblings sharing a parent share its visibility within one computation, never across changes."""
+    rng = random.Random(7)
+    tree = _tree(300)
+    kept = entries.EntryPoints(tree)
+    for step in range(200):
+        ids = list(tree.all_ids())
+        memory_id = rng.choice(ids)
+        kind = rng.randrange(4)
+        if kind == 0:
+            principal = rng.choice(["member:x", "group:g", "member:other"])
+            tree.add_grant(Grant(f"r{step}", memory_id, principal, frozenset({"read"})))
+        elif kind == 1 and (held := list(tree.grants_on(memory_id))):
+            tree.remove_grant(rng.choice(held).id)
+        elif kind == 2:
+            target = rng.choice([*ids, None])
+            if target is None or not tree.is_descendant(target, memory_id):
+                tree.update(memory_id, parent_id=target)
+        else:
+            tree.update(memory_id, restricted=not tree.is_restricted(memory_id))
+        computed = await kept.sorted_for(CALLER)
+        expected = sorted((tree.depth_of(m), tree.sort_key(m) or (0, m), m)
+                          for m in access.entry_points(tree, CALLER))
+        assert computed.keys == [(depth, key[0], m) for depth, key, m in expected], step
