@@ -196,6 +196,12 @@ def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
 def children_holding(tree: TreeView, principals: frozenset[str], memory_id: str, privilege: str) -> list[str]:
     """Direct children on which the caller holds `privilege` (recall's `children` are those it may read)."""
     parent_privileges = effective(tree, principals, memory_id)
+    restricted_of = getattr(tree, "restricted_children_of", None)
+    if privilege in parent_privileges and restricted_of is not None:
+        # Every child that is not restricted inherits the privilege: only the restricted ones (the tree
+        # lists them apart) are asked about, not each of a flat tree's thousand children.
+        refused = {child for child in restricted_of(memory_id) if privilege not in _own(tree, principals, child)}
+        return [child for child in tree.children_of(memory_id) if child not in refused]
     out = []
     for child in tree.children_of(memory_id):
         held = NOTHING if tree.is_restricted(child) else parent_privileges
