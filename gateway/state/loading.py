@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.state import schema as t
@@ -60,6 +60,11 @@ async def fetched_ahead(parts: AsyncIterator[Sequence[Any]]) -> AsyncGenerator[S
                 await pending
 
 
+def memories_in_key_order() -> Select[Any]:
+    """Every memory row, in the order of the index `ix_memories_created_at_id` (gateway/state/schema.py)."""
+    return select(t.memories).order_by(t.memories.c.created_at, t.memories.c.id)
+
+
 async def load_tree(conn: AsyncConnection, progress: LoadProgress | None = None) -> Tree:
     """The memories and grants of the state store as a Tree; StateCorrupt when the links are no tree."""
     progress = progress if progress is not None else LoadProgress()
@@ -68,7 +73,7 @@ async def load_tree(conn: AsyncConnection, progress: LoadProgress | None = None)
     progress.total = int(memories) + int(grants)
     tree = Tree()
     # In key order: siblings then arrive sorted, and the database does the sorting, off the event loop.
-    rows = await conn.stream(select(t.memories).order_by(t.memories.c.created_at, t.memories.c.id))
+    rows = await conn.stream(memories_in_key_order())
     async with contextlib.aclosing(fetched_ahead(rows.partitions(CHUNK))) as parts:  # closed at once on a failure
         async for part in parts:
             tree.load_nodes(part)

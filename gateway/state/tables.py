@@ -8,7 +8,7 @@ handed to `StateStore.open` as a creator by whoever opens the store with an audi
 
 from __future__ import annotations
 
-from sqlalchemy import MetaData, Table
+from sqlalchemy import Connection, Index, MetaData, Table
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.state import consolidation_schema, file_uses, harness_schema, migration_schema, query_schema
@@ -30,6 +30,17 @@ TABLES: tuple[Table, ...] = (
 )
 
 
+# Indexes added after their tables: `create_all` makes a table's indexes only with the table, so a store made
+# before them gets them here (once: the first start after the upgrade builds them, under the startup lock).
+LATER_INDEXES: tuple[Index, ...] = (t.memories_by_key,)
+
+
 async def create_all(conn: AsyncConnection) -> None:
     """Create every listed table (and its indexes) that does not exist yet, inside the caller's transaction."""
-    await conn.run_sync(lambda sync: metadata.create_all(sync, tables=list(TABLES)))
+
+    def create(sync: Connection) -> None:
+        metadata.create_all(sync, tables=list(TABLES))
+        for index in LATER_INDEXES:
+            index.create(sync, checkfirst=True)
+
+    await conn.run_sync(create)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gateway.state import tree_check
+from gateway.state.twins import thawed_twin
 from policies.access import MAX_DEPTH, BrokenTree, Grant
 
 SortKey = tuple[int, str]  # (created_at, id): the order of siblings, and where a page resumes among them
@@ -32,6 +34,11 @@ class MemoryNode:
     @property
     def key(self) -> SortKey:
         return self.created_at, self.id
+
+
+# Built by the load's hot loops in a tenth of the time of the frozen classes' own __init__.
+NodeTwin = thawed_twin(MemoryNode)
+GrantTwin = thawed_twin(Grant)
 
 
 def compact(node: MemoryNode) -> MemoryNode:
@@ -163,46 +170,10 @@ class Tree:
                 return found
         return None
 
-    def checking_chain(self, every: int = 2000) -> Iterator[tuple[str, list[str]] | None]:
-        """`broken_chain` in steps: yields None after each `every` memories walked from, and what is broken
-        as soon as it is found.
-
-        Each memory is walked up once: a walk stops at a memory already known to reach a root."""
-        depth_of: dict[str | None, int] = {None: -1}  # memory -> its depth below its root
-        nodes = self._nodes
-        for count, start in enumerate(list(nodes), start=1):
-            if count % every == 0:
-                yield None
-            if start in depth_of:
-                continue
-            # Most memories come after their parent (rows are read in creation order), so the parent's
-            # depth is known: one step, no walk.
-            parent = nodes[start].parent_id
-            base = depth_of.get(parent)
-            if base is None and parent not in nodes:
-                base = -1  # a parent that is not a memory counts as no parent
-            if base is not None:
-                depth_of[start] = base + 1
-                if base + 1 > MAX_DEPTH:
-                    yield "too_deep", [start]
-                    return
-                continue
-            walked: list[str] = []
-            on_walk: set[str] = set()
-            node: str | None = start
-            while node is not None and node in nodes and node not in depth_of:
-                if node in on_walk:
-                    yield "cycle", walked[walked.index(node):]
-                    return
-                walked.append(node)
-                on_walk.add(node)
-                node = nodes[node].parent_id
-            base = depth_of.get(node, -1)  # a parent that is not a memory counts as no parent
-            for steps, memory_id in enumerate(reversed(walked), start=1):
-                depth_of[memory_id] = base + steps
-            if walked and depth_of[walked[0]] > MAX_DEPTH:
-                yield "too_deep", [walked[0]]
-                return
+    def checking_chain(self, every: int = 10_000) -> Iterator[tuple[str, list[str]] | None]:
+        """`broken_chain` in steps: yields None after about each `every` memories looked at, and what is
+        broken as soon as it is found (gateway/state/tree_check.py)."""
+        return tree_check.checking(self._nodes, self._children, every)
 
     # -- changes (called by the store after its commit)
 
@@ -238,9 +209,10 @@ class Tree:
             if in_order and (created < last_created or (created == last_created and memory_id <= last_id)):
                 in_order = False
             last_created, last_id = created, memory_id
-            nodes[memory_id] = MemoryNode(memory_id, name, description, parent_id, bool(restricted),
-                                          intern(provider), intern(created_by), created,
-                                          created if updated == created else updated)
+            node = NodeTwin(memory_id, name, description, parent_id, bool(restricted), intern(provider),
+                            intern(created_by), created, created if updated == created else updated)
+            node.__class__ = MemoryNode  # a frozen node from here on (gateway/state/twins.py)
+            nodes[memory_id] = node
             siblings = children.get(parent_id)
             if siblings is None:
                 children[parent_id] = [memory_id]
@@ -266,7 +238,9 @@ class Tree:
                 parsed = privileges_of(text)
                 privileges = by_text[text] = shared.setdefault(parsed, parsed)
             principal = intern(principal)
-            grant = by_id[grant_id] = Grant(grant_id, memory_id, principal, privileges, bool(implicit))
+            grant = GrantTwin(grant_id, memory_id, principal, privileges, bool(implicit))
+            grant.__class__ = Grant  # a frozen grant from here on (gateway/state/twins.py)
+            by_id[grant_id] = grant
             held = on.get(memory_id)
             on[memory_id] = (grant,) if held is None else (*held, grant)
             mine = to.get(principal)

@@ -1,0 +1,85 @@
+"""Whether the parent links of the tree's memories form a tree: no cycle, no chain deeper than MAX_DEPTH.
+
+The check runs at every load, over a million memories. It goes down from the roots, level by level, and
+counts what it reaches: a memory on a cycle (or below one) is never reached, and a level past MAX_DEPTH
+is a chain too deep. Going down needs no map from memory to depth; going up from each memory would (a
+million-entry dict whose resizes hold the event loop for tens of milliseconds in one step, and tens of
+megabytes held until the check ends). Only when something is unreached does the walk up run, to name the
+memories of the cycle: a broken tree refuses to start, so its check need not be fast.
+
+A memory whose parent is not a memory counts as a root, as everywhere in the tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
+
+from policies.access import MAX_DEPTH
+
+Broken = tuple[str, list[str]]  # ("cycle", the memories of a cycle) or ("too_deep", [a memory too deep])
+
+
+class Linked(Protocol):
+    @property
+    def parent_id(self) -> str | None: ...
+
+
+def checking(
+    nodes: Mapping[str, Linked], children: Mapping[str | None, Sequence[str]], every: int = 10_000
+) -> Iterator[Broken | None]:
+    """Yields None after about each `every` memories looked at (so a caller may let others run), and what
+    is broken as soon as it is known; ends without yielding a Broken when the links form a tree."""
+    level: list[str] = list(children.get(None, ()))
+    since = 0
+    for parent in list(children):  # the children of a parent that is no memory are roots too
+        since += 1
+        if parent is not None and parent not in nodes:
+            level.extend(children[parent])
+        if since >= every:
+            since = 0
+            yield None
+    reached = 0
+    depth = 0
+    while level:
+        if depth > MAX_DEPTH:
+            yield "too_deep", [level[0]]
+            return
+        reached += len(level)
+        below: list[str] = []
+        for memory_id in level:
+            held = children.get(memory_id)
+            if held:
+                below.extend(held)
+            since += 1
+            if since >= every:
+                since = 0
+                yield None
+        level = below
+        depth += 1
+    if reached < len(nodes):
+        yield from _walking_up(nodes, every)
+
+
+def _walking_up(nodes: Mapping[str, Linked], every: int) -> Iterator[Broken | None]:
+    """The cycle (or too deep chain) found by walking up from each memory; each is walked once."""
+    depth_of: dict[str | None, int] = {None: -1}
+    for count, start in enumerate(list(nodes), start=1):
+        if count % every == 0:
+            yield None
+        walked: list[str] = []
+        on_walk: set[str] = set()
+        node: str | None = start
+        while node is not None and node in nodes and node not in depth_of:
+            if node in on_walk:
+                yield "cycle", walked[walked.index(node) :]
+                return
+            walked.append(node)
+            on_walk.add(node)
+            node = nodes[node].parent_id
+        base = depth_of.get(node, -1)  # a parent that is not a memory counts as no parent
+        for steps, memory_id in enumerate(reversed(walked), start=1):
+            depth_of[memory_id] = base + steps
+        if walked and depth_of[walked[0]] > MAX_DEPTH:
+            yield "too_deep", [walked[0]]
+            return
