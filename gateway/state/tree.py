@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.state import tree_check
+from gateway.state.shards import MASK, Shards
 from gateway.state.twins import thawed_twin
 from policies.access import MAX_DEPTH, BrokenTree, Grant
 
@@ -59,11 +60,13 @@ class Tree:
 
     def __init__(self) -> None:
         self.version = 0
-        self._nodes: dict[str, MemoryNode] = {}
+        # The three maps of a million entries are Shards (gateway/state/shards.py): no insert of the load
+        # rebuilds a million-entry table in one step.
+        self._nodes: Shards[MemoryNode] = Shards()
         self._children: dict[str | None, list[str]] = {None: []}
-        self._grants_on: dict[str, tuple[Grant, ...]] = {}
+        self._grants_on: Shards[tuple[Grant, ...]] = Shards()
         self._grants_to: dict[str, list[Grant]] = {}
-        self._grants_by_id: dict[str, Grant] = {}
+        self._grants_by_id: Shards[Grant] = Shards()
         self._privileges: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct set
         self._restricted_under: dict[str | None, set[str]] = {}  # only parents with a restricted child
         # While loading (load_nodes, then order_children): the last row's key, and whether every row so
@@ -77,21 +80,21 @@ class Tree:
     # -- TreeView
 
     def exists(self, memory_id: str) -> bool:
-        return memory_id in self._nodes
+        return memory_id in self._nodes.parts[hash(memory_id) & MASK]
 
     def parent_of(self, memory_id: str) -> str | None:
-        node = self._nodes.get(memory_id)
+        node = self._nodes.parts[hash(memory_id) & MASK].get(memory_id)
         return node.parent_id if node else None
 
     def children_of(self, memory_id: str) -> Sequence[str]:
         return self._children.get(memory_id, ())
 
     def is_restricted(self, memory_id: str) -> bool:
-        node = self._nodes.get(memory_id)
+        node = self._nodes.parts[hash(memory_id) & MASK].get(memory_id)
         return bool(node and node.restricted)
 
     def grants_on(self, memory_id: str) -> Sequence[Grant]:
-        return self._grants_on.get(memory_id, ())
+        return self._grants_on.parts[hash(memory_id) & MASK].get(memory_id, ())
 
     def grants_to(self, principal: str) -> Sequence[Grant]:
         return self._grants_to.get(principal, ())
@@ -100,7 +103,7 @@ class Tree:
         return iter(self._restricted_under.get(memory_id, ()))
 
     def sort_key(self, memory_id: str) -> SortKey | None:
-        node = self._nodes.get(memory_id)
+        node = self._nodes.parts[hash(memory_id) & MASK].get(memory_id)
         return (node.created_at, node.id) if node is not None else None
 
     def index_after(self, parent_id: str | None, key: SortKey) -> int:
@@ -111,7 +114,7 @@ class Tree:
     # -- reads
 
     def get(self, memory_id: str) -> MemoryNode | None:
-        return self._nodes.get(memory_id)
+        return self._nodes.parts[hash(memory_id) & MASK].get(memory_id)
 
     def roots(self) -> Sequence[str]:
         return self._children[None]
@@ -126,10 +129,11 @@ class Tree:
         """The memory and every descendant, breadth first."""
         out = [memory_id]
         index = 0
+        most = len(self._nodes) + 1
         while index < len(out):
             out.extend(self._children.get(out[index], ()))
             index += 1
-            if len(out) > len(self._nodes) + 1:  # more than there are memories: the links loop
+            if len(out) > most:  # more than there are memories: the links loop
                 raise BrokenTree(memory_id)
         return out
 
@@ -170,7 +174,7 @@ class Tree:
                 return found
         return None
 
-    def checking_chain(self, every: int = 10_000) -> Iterator[tuple[str, list[str]] | None]:
+    def checking_chain(self, every: int = 5000) -> Iterator[tuple[str, list[str]] | None]:
         """`broken_chain` in steps: yields None after about each `every` memories looked at, and what is
         broken as soon as it is found (gateway/state/tree_check.py)."""
         return tree_check.checking(self._nodes, self._children, every)
@@ -201,7 +205,7 @@ class Tree:
 
         Rows read in key order (the load asks for them so) leave every list of siblings in order; whether
         they came so is noted here, row by row, so `order_children` need not look at each list again."""
-        nodes, children, intern = self._nodes, self._children, sys.intern
+        nodes, children, intern = self._nodes.parts, self._children, sys.intern
         restricted_under = self._restricted_under
         last_created, last_id = self._load_last
         in_order = self._load_in_order
@@ -212,7 +216,7 @@ class Tree:
             node = NodeTwin(memory_id, name, description, parent_id, bool(restricted), intern(provider),
                             intern(created_by), created, created if updated == created else updated)
             node.__class__ = MemoryNode  # a frozen node from here on (gateway/state/twins.py)
-            nodes[memory_id] = node
+            nodes[hash(memory_id) & MASK][memory_id] = node
             siblings = children.get(parent_id)
             if siblings is None:
                 children[parent_id] = [memory_id]
@@ -225,12 +229,13 @@ class Tree:
     def load_grants(self, rows: Iterable[Sequence[Any]], privileges_of: Callable[[str], frozenset[str]]) -> None:
         """Grants from rows of (id, memory_id, principal, privileges, implicit): the load's other hot loop,
         `add_grant` without its per-call checks."""
-        nodes, on, to, by_id = self._nodes, self._grants_on, self._grants_to, self._grants_by_id
+        nodes, on, to, by_id = self._nodes.parts, self._grants_on.parts, self._grants_to, self._grants_by_id.parts
         shared = self._privileges
         intern = sys.intern
         by_text: dict[str, frozenset[str]] = {}  # rows repeat a few texts a million times
         for grant_id, memory_id, principal, text, implicit in rows:
-            node = nodes.get(memory_id)
+            part = hash(memory_id) & MASK  # the memory's part of both maps: they share the mask
+            node = nodes[part].get(memory_id)
             if node is not None:
                 memory_id = node.id  # the node's string, not a second copy of it
             privileges = by_text.get(text)
@@ -240,9 +245,10 @@ class Tree:
             principal = intern(principal)
             grant = GrantTwin(grant_id, memory_id, principal, privileges, bool(implicit))
             grant.__class__ = Grant  # a frozen grant from here on (gateway/state/twins.py)
-            by_id[grant_id] = grant
-            held = on.get(memory_id)
-            on[memory_id] = (grant,) if held is None else (*held, grant)
+            by_id[hash(grant_id) & MASK][grant_id] = grant
+            mine_on = on[part]
+            held = mine_on.get(memory_id)
+            mine_on[memory_id] = (grant,) if held is None else (*held, grant)
             mine = to.get(principal)
             if mine is None:
                 to[principal] = [grant]
@@ -316,9 +322,9 @@ class Tree:
         removed = self.subtree(memory_id)
         self._unlink(self._nodes[memory_id])
         for node_id in removed:
-            for grant in list(self._grants_on.get(node_id, ())):
+            for grant in list(self._grants_on.get(node_id) or ()):
                 self.remove_grant(grant.id)
-            self._grants_on.pop(node_id, None)
+            self._grants_on.pop(node_id)
             self._children.pop(node_id, None)
             self._restricted_under.pop(node_id, None)
             del self._nodes[node_id]
@@ -331,12 +337,12 @@ class Tree:
         grant = Grant(grant.id, node.id if node is not None else grant.memory_id, sys.intern(grant.principal),
                       privileges, grant.implicit)
         self._grants_by_id[grant.id] = grant
-        self._grants_on[grant.memory_id] = (*self._grants_on.get(grant.memory_id, ()), grant)
+        self._grants_on[grant.memory_id] = (*(self._grants_on.get(grant.memory_id) or ()), grant)
         self._grants_to.setdefault(grant.principal, []).append(grant)
 
     def remove_grant(self, grant_id: str) -> Grant | None:
         self.version += 1
-        grant = self._grants_by_id.pop(grant_id, None)
+        grant = self._grants_by_id.pop(grant_id)
         if grant is None:
             return None
         kept = tuple(g for g in self._grants_on[grant.memory_id] if g.id != grant_id)

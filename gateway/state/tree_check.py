@@ -1,11 +1,12 @@
 """Whether the parent links of the tree's memories form a tree: no cycle, no chain deeper than MAX_DEPTH.
 
-The check runs at every load, over a million memories. It goes down from the roots, level by level, and
-counts what it reaches: a memory on a cycle (or below one) is never reached, and a level past MAX_DEPTH
-is a chain too deep. Going down needs no map from memory to depth; going up from each memory would (a
-million-entry dict whose resizes hold the event loop for tens of milliseconds in one step, and tens of
-megabytes held until the check ends). Only when something is unreached does the walk up run, to name the
-memories of the cycle: a broken tree refuses to start, so its check need not be fast.
+The check runs at every load, over a million memories. It goes down from the roots, depth first, and
+counts what it reaches: a memory on a cycle (or below one) is never reached, and a memory more than
+MAX_DEPTH below its root is a chain too deep. Going down holds one iterator per level of depth; going up
+from each memory would need a map from memory to depth (a million-entry dict whose resizes hold the
+event loop for tens of milliseconds in one step, and tens of megabytes held until the check ends). Only
+when something is unreached does the walk up run, to name the memories of the cycle: a broken tree
+refuses to start, so its check need not be fast.
 
 A memory whose parent is not a memory counts as a root, as everywhere in the tree.
 """
@@ -25,43 +26,53 @@ class Linked(Protocol):
     def parent_id(self) -> str | None: ...
 
 
-def checking(
-    nodes: Mapping[str, Linked], children: Mapping[str | None, Sequence[str]], every: int = 10_000
-) -> Iterator[Broken | None]:
+class Nodes(Protocol):
+    """The memories by id: a dict, or the tree's Shards."""
+
+    def __contains__(self, key: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: str, /) -> Linked: ...
+    def __iter__(self) -> Iterator[str]: ...
+
+
+def checking(nodes: Nodes, children: Mapping[str | None, Sequence[str]], every: int = 5000) -> Iterator[Broken | None]:
     """Yields None after about each `every` memories looked at (so a caller may let others run), and what
     is broken as soon as it is known; ends without yielding a Broken when the links form a tree."""
-    level: list[str] = list(children.get(None, ()))
+    roots: list[Sequence[str]] = [children.get(None, ())]
     since = 0
     for parent in list(children):  # the children of a parent that is no memory are roots too
         since += 1
         if parent is not None and parent not in nodes:
-            level.extend(children[parent])
+            roots.append(children[parent])
         if since >= every:
             since = 0
             yield None
+    # Depth first, one iterator per level: what is held is as deep as the tree, never as wide as a level
+    # (a level of 900,000 leaves would be a list growing by copies of megabytes).
     reached = 0
-    depth = 0
-    while level:
-        if depth > MAX_DEPTH:
-            yield "too_deep", [level[0]]
-            return
-        reached += len(level)
-        below: list[str] = []
-        for memory_id in level:
+    for top in roots:
+        stack: list[Iterator[str]] = [iter(top)]
+        while stack:
+            memory_id = next(stack[-1], None)
+            if memory_id is None:
+                stack.pop()
+                continue
+            reached += 1
+            if len(stack) > MAX_DEPTH + 1:  # the memory's depth is len(stack) - 1
+                yield "too_deep", [memory_id]
+                return
             held = children.get(memory_id)
             if held:
-                below.extend(held)
+                stack.append(iter(held))
             since += 1
             if since >= every:
                 since = 0
                 yield None
-        level = below
-        depth += 1
     if reached < len(nodes):
         yield from _walking_up(nodes, every)
 
 
-def _walking_up(nodes: Mapping[str, Linked], every: int) -> Iterator[Broken | None]:
+def _walking_up(nodes: Nodes, every: int) -> Iterator[Broken | None]:
     """The cycle (or too deep chain) found by walking up from each memory; each is walked once."""
     depth_of: dict[str | None, int] = {None: -1}
     for count, start in enumerate(list(nodes), start=1):

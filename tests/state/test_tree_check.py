@@ -100,7 +100,7 @@ def test_the_check_yields_after_each_step_of_memories() -> None:
 
 def test_the_check_of_a_sound_tree_holds_no_map_of_its_memories() -> None:
     """Checking 50,000 memories under one root allocates far less than a dict holding each of them would
-    (about 2.5 MB): only the lists of one level at a time."""
+    (about 2.5 MB): only one iterator per level of depth."""
     tree = Tree()
     tree.load_nodes(
         [("root", "root", "", None, False, "local", "admin", 0, 0)]
