@@ -140,12 +140,15 @@ class Tree:
     def ancestors_of(self, memory_id: str) -> list[str]:
         """The parent, its parent, ... up to the root; at most MAX_DEPTH of them."""
         out: list[str] = []
-        node = self.parent_of(memory_id)
+        parts = self._nodes.parts  # the lookups inline: a walk up is the hot path of access decisions
+        found = parts[hash(memory_id) & MASK].get(memory_id)
+        node = found.parent_id if found is not None else None
         while node is not None:
             if len(out) >= MAX_DEPTH:
                 raise BrokenTree(memory_id)
             out.append(node)
-            node = self.parent_of(node)
+            found = parts[hash(node) & MASK].get(node)
+            node = found.parent_id if found is not None else None
         return out
 
     def is_descendant(self, memory_id: str, ancestor_id: str) -> bool:
