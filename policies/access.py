@@ -10,7 +10,7 @@ first restricted node, whose ancestors' grants do not reach it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 # The vocabulary and the explained decisions live in their own modules; callers keep importing them
@@ -168,13 +168,29 @@ def sees(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
 
 def entry_candidates(tree: TreeView, principals: frozenset[str]) -> Iterator[str]:
     """The memories holding a grant of the caller's own that gives a privilege, each once: only those can
-    be entry points."""
+    be entry points.
+
+    A tree that keeps each principal's tops (`grant_tops`: the memories it holds a privileged grant on and
+    not on their parent, or that are roots or restricted, perhaps with a few that no longer are; None when
+    it does not know them now) is asked for those instead of every grant: an entry point is a top of one
+    of the caller's principals, since one holding the parent would let the caller see it."""
+    tops_of = getattr(tree, "grant_tops", None)
     seen: set[str] = set()
     for principal in sorted(principals):
-        for grant in tuple(tree.grants_to(principal)):  # a copy: a caller may pause between candidates
-            if grant.privileges and grant.memory_id not in seen and tree.exists(grant.memory_id):
-                seen.add(grant.memory_id)
-                yield grant.memory_id
+        tops = tops_of(principal) if tops_of is not None else None
+        if tops is None:
+            # a copy: a caller may pause between candidates
+            memories: Iterable[str] = (g.memory_id for g in tuple(tree.grants_to(principal)) if g.privileges)
+        else:
+            memories = (m for m in tuple(tops) if _holds(tree, principal, m))
+        for memory_id in memories:
+            if memory_id not in seen and tree.exists(memory_id):
+                seen.add(memory_id)
+                yield memory_id
+
+
+def _holds(tree: TreeView, principal: str, memory_id: str) -> bool:
+    return any(g.principal == principal and g.privileges for g in tree.grants_on(memory_id))
 
 
 def is_entry_point(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:

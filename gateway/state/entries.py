@@ -1,14 +1,17 @@
 """Each caller's entry points into the tree, kept until the tree changes.
 
-Finding them walks every grant the caller holds; for one holding a million (an admin who made every
-memory) that is seconds of work. It is done once per version of the tree and principal set, in slices
-that let the event loop serve others in between, and shared by the requests that ask meanwhile; each page
-then bisects the sorted list. What decides an entry point stays in policies/access.py.
+They are looked for among the tops of the caller's principals (gateway/state/tops.py): the memories
+where its grants begin, a handful for an admin holding a grant on each of a million memories. After a
+load those are found again from every grant, once, in steps that let the event loop serve others
+(`prepare` starts that as soon as the tree is in). A list is computed once per version of the tree and
+principal set, in slices, and shared by the requests that ask meanwhile; each page then bisects the sorted
+list. What decides an entry point stays in policies/access.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -33,6 +36,30 @@ class EntryPoints:
         self.tree = tree
         self._kept: OrderedDict[frozenset[str], Computed] = OrderedDict()
         self._computing: dict[tuple[frozenset[str], int], asyncio.Task[Computed]] = {}
+        self._rebuilding: asyncio.Task[None] | None = None
+
+    def prepare(self) -> None:
+        """Start finding the tops again if a load left them stale, without waiting for a caller to ask."""
+        if not self.tree.tops.ready and (self._rebuilding is None or self._rebuilding.done()):
+            self._rebuilding = asyncio.create_task(self._rebuild(), name="memfed-grant-tops")
+
+    async def close(self) -> None:
+        task, self._rebuilding = self._rebuilding, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _rebuild(self) -> None:
+        for _step in self.tree.rebuild_tops():
+            await asyncio.sleep(0)
+
+    async def _tops_ready(self) -> None:
+        # A reload meanwhile (`Tree.replace_with`) brings stale tops again: rebuilt in turn.
+        while not self.tree.tops.ready:
+            self.prepare()
+            assert self._rebuilding is not None
+            await asyncio.shield(self._rebuilding)
 
     async def sorted_for(self, principals: frozenset[str]) -> Computed:
         """The caller's entry points in EntryKey order, as of the current version of the tree or a little
@@ -51,6 +78,7 @@ class EntryPoints:
         return await asyncio.shield(task)
 
     async def _compute(self, principals: frozenset[str], version: int) -> Computed:
+        await self._tops_ready()
         tree = self.tree
         found: list[EntryKey] = []
         candidates = access.entry_candidates(tree, principals)

@@ -95,6 +95,7 @@ class StateStore:
             await engine.dispose()
 
     async def close(self) -> None:
+        await self.entries.close()
         self._newest.close()
         await self.version_probe.close()
         await self.engine.dispose()
@@ -119,6 +120,7 @@ class StateStore:
         self.directory = directory
         self.tree.replace_with(tree)
         self.changes.seen = mark
+        self.entries.prepare()  # the tops of the grants just loaded, found in steps from now on
 
     async def catch_up(self) -> None:
         """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
