@@ -199,6 +199,63 @@ def is_entry_point(tree: TreeView, principals: frozenset[str], memory_id: str) -
     return parent is None or not sees(tree, principals, parent)
 
 
+class Sight:
+    """`sees`, `is_entry_point` and a memory's depth, asked of many memories of one tree for one caller:
+    each memory on a way up is looked at once and its answer kept for those below it (10,000 entry-point
+    candidates share a few hundred branches above them). The answers are as of when each was first found:
+    for use while the tree does not change."""
+
+    def __init__(self, tree: TreeView, principals: frozenset[str]) -> None:
+        self.tree, self.principals = tree, principals
+        self._sees: dict[str, bool] = {}
+        self._depth: dict[str, int] = {}
+
+    def sees(self, memory_id: str) -> bool:
+        known = self._sees.get(memory_id)
+        if known is not None:
+            return known
+        tree, principals, memo = self.tree, self.principals, self._sees
+        path: list[str] = []
+        node: str | None = memory_id
+        found = False
+        while node is not None:
+            known = memo.get(node)
+            if known is not None:
+                found = known
+                break
+            path.append(node)
+            if any(g.principal in principals and g.privileges for g in tree.grants_on(node)):
+                found = True
+                break
+            if tree.is_restricted(node):
+                break
+            node = tree.parent_of(node)
+            if len(path) > MAX_DEPTH and node is not None:
+                raise BrokenTree(memory_id)
+        for below in path:  # none of them holds a grant or cuts off above the one that decided
+            memo[below] = found
+        return found
+
+    def is_entry_point(self, memory_id: str) -> bool:
+        parent = self.tree.parent_of(memory_id)
+        return parent is None or not self.sees(parent)
+
+    def depth(self, memory_id: str) -> int:
+        memo, parent_of = self._depth, self.tree.parent_of
+        path: list[str] = []
+        node: str | None = memory_id
+        while node is not None and node not in memo:
+            if len(path) > MAX_DEPTH:
+                raise BrokenTree(memory_id)
+            path.append(node)
+            node = parent_of(node)
+        depth = -1 if node is None else memo[node]
+        for above in reversed(path):
+            depth += 1
+            memo[above] = depth
+        return memo[memory_id]
+
+
 def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:
     """Where the caller enters the tree: every memory it holds a privilege on whose parent it cannot see.
 

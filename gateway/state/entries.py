@@ -21,7 +21,7 @@ from gateway.state.tree import Tree
 from policies import access
 
 EntryKey = tuple[int, int, str]  # (depth, created_at, id): the order of a listing of entry points
-SLICE = 2000  # candidates looked at between two yields to the event loop: a few milliseconds
+SLICE = 1000  # candidates looked at between two yields to the event loop: a few milliseconds
 KEPT = 128  # principal sets whose entry points are kept
 
 
@@ -82,9 +82,11 @@ class EntryPoints:
         tree = self.tree
         found: list[EntryKey] = []
         candidates = access.entry_candidates(tree, principals)
-        parents_seen: dict[str, bool] = {}
+        sight, seen_at = access.Sight(tree, principals), tree.version
         while chunk := list(itertools.islice(candidates, SLICE)):
-            found.extend(_keys(tree, principals, chunk, parents_seen))
+            if tree.version != seen_at:  # what it kept is of the tree before the change
+                sight, seen_at = access.Sight(tree, principals), tree.version
+            found.extend(_keys(tree, sight, chunk))
             await asyncio.sleep(0)
         found.sort()
         computed = Computed(version, found)
@@ -95,27 +97,16 @@ class EntryPoints:
         return computed
 
 
-def _keys(tree: Tree, principals: frozenset[str], candidates: Iterable[str],
-          parents_seen: dict[str, bool]) -> list[EntryKey]:
-    """The keys of the candidates that are entry points. `access.is_entry_point` asks whether the caller
-    sees the candidate's parent, a walk up the tree; siblings share the answer (a caller holding a grant
-    on each of 100,000 children walks up once, not 100,000 times), kept in `parents_seen` for one
-    computation: the tree may change meanwhile, which the pages' own check (`still_entry`) covers."""
+def _keys(tree: Tree, sight: access.Sight, candidates: Iterable[str]) -> list[EntryKey]:
+    """The keys of the candidates that are entry points. Whether the caller sees a candidate's parent is a
+    walk up the tree; `sight` keeps each answer on the way, so siblings and cousins share it (10,000
+    candidates below a few hundred branches walk each branch once). A change between two slices starts a
+    new `sight`; one after the list is made is what the pages' own check (`still_entry`) covers."""
     out: list[EntryKey] = []
     for memory_id in candidates:
         node = tree.get(memory_id)
-        if node is None:
-            continue
-        parent = node.parent_id
-        if parent is None:
-            entry = True
-        else:
-            visible = parents_seen.get(parent)
-            if visible is None:
-                visible = parents_seen[parent] = not access.is_entry_point(tree, principals, memory_id)
-            entry = not visible
-        if entry:
-            out.append((tree.depth_of(memory_id), node.created_at, memory_id))
+        if node is not None and sight.is_entry_point(memory_id):
+            out.append((sight.depth(memory_id), node.created_at, memory_id))
     return out
 
 

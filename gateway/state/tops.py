@@ -22,7 +22,7 @@ from typing import Protocol
 
 from policies.access import Grant
 
-STEP = 20_000  # grants or memories looked at between two yields of `rebuild`: a few milliseconds
+STEP = 5_000  # grants or memories looked at between two yields of `rebuild`: a few milliseconds
 
 
 class _Tree(Protocol):
