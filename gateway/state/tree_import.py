@@ -8,9 +8,11 @@ MAX_DEPTH; each existing memory given a grant is still there; no id a line gave 
 
 Rows go in with executemany batches; the change log gets one row per slice of BATCH memories
 (coherence.record_batches), written last so that the change log's own lock is held only for the commit.
-After the commit the in-memory tree takes the nodes, a slice at a time so that the event loop keeps
-answering, while `changes.lock` is held: a request of this instance that would catch up meanwhile waits
-for the whole import, and none decides from half of it.
+After the commit the in-memory tree takes the nodes, a chunk at a time so that the event loop keeps
+answering, each memory with its grants: a request meanwhile sees the tree between two chunks, never a
+memory without its grants. Requests do not wait for the whole import (this instance's change mark moves
+past the import's own rows at the commit); `changes.lock` stays held, so a later change of another
+instance is applied after the import, never into the middle of it.
 
 Cancellation: the writing runs in a task of its own. A cancelled caller sets `abandoned`; the task looks
 at it between batches, before the commit, and rolls back. Once the commit is under way it runs to its end
@@ -118,9 +120,13 @@ async def _write(store: StateStore, plan: TreePlan, progress: Progress, abandone
             before, after = await coherence.record_batches(conn, _batches(plan.nodes, granted))
             await conn.commit()
             plan.committed = True
-            await _apply(store, plan)
-            if store.changes.seen == before:  # this instance held everything before: these are its own
+            if store.changes.seen == before:
+                # This instance held everything before: the rows up to `after` are this import's, which
+                # the tree takes below a chunk at a time. Requests meanwhile need not wait for all of it
+                # (each sees the tree between two chunks); one that needs a later change of another
+                # instance still waits for the lock, which is not applied before the import is in.
                 store.changes.seen = after
+            await _apply(store, plan)
 
 
 async def insert_rows(conn: AsyncConnection, table: Table, rows: list[tuple[Any, ...]]) -> None:
@@ -186,12 +192,27 @@ def _batches(nodes: Sequence[MemoryNode], granted: list[str]) -> list[dict[coher
 
 
 async def _apply(store: StateStore, plan: TreePlan) -> None:
+    """Put the plan into the in-memory tree, a chunk of `_YIELD_EVERY` memories at a time with the grants
+    on them, so that between two chunks the loop serves others and what they see is whole: a memory
+    with its grants and its parent (lines name earlier lines as parents), or not yet there. The grants
+    on memories that existed before go in last, in chunks too."""
     tree = store.tree
-    for count, node in enumerate(plan.nodes, start=1):
-        tree.put(node)
-        if count % _YIELD_EVERY == 0:
-            await asyncio.sleep(0)
+    on_new: dict[str, list[Grant]] = {}
+    on_existing: list[Grant] = []
     for count, grant in enumerate(plan.grants, start=1):
-        tree.add_grant(grant)
+        if grant.memory_id in plan.grant_targets:
+            on_existing.append(grant)
+        else:
+            on_new.setdefault(grant.memory_id, []).append(grant)
         if count % _YIELD_EVERY == 0:
             await asyncio.sleep(0)
+    for start in range(0, len(plan.nodes), _YIELD_EVERY):
+        for node in plan.nodes[start:start + _YIELD_EVERY]:
+            tree.put(node)
+            for grant in on_new.pop(node.id, ()):
+                tree.add_grant(grant)
+        await asyncio.sleep(0)
+    for start in range(0, len(on_existing), _YIELD_EVERY):
+        for grant in on_existing[start:start + _YIELD_EVERY]:
+            tree.add_grant(grant)
+        await asyncio.sleep(0)

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from gateway.base.clock import now_ms
-from gateway.state import coherence
+from gateway.state import coherence, tree_import
 from gateway.state import schema as t
 from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode
@@ -162,3 +162,42 @@ async def test_an_import_whose_parent_another_instance_moved_too_deep_writes_not
         assert refused.value.kind == "too_deep" and refused.value.memory_id == x.id
         assert await memory_ids(a) == before
         assert not a.tree.exists("x0")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_read_during_the_apply_waits_for_no_more_than_a_chunk_and_sees_whole_memories(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the tree takes an import of 3,000 memories 10 at a time, a request's catch-up returns at once
+    (the import not yet wholly in the tree) and every imported memory it finds there has its grant and
+    its parent; another instance's later change is applied after the import, not into it."""
+    monkeypatch.setattr(tree_import, "_YIELD_EVERY", 10)
+    async with two_stores(kind, tmp_path) as (a, b):
+        anchor = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                       provider="local", created_by="mbr_x")
+        await b.catch_up()
+        await a.catch_up()
+        plan = flat_plan(anchor, 3000)
+        plan.grants += [Grant(f"hgrt_{n.id}", n.id, "member:mbr_y", frozenset({"read"})) for n in plan.nodes]
+        task = asyncio.create_task(write_plan(a, plan, lambda done, total: None))
+        while not a.tree.exists(plan.nodes[0].id):
+            await asyncio.sleep(0)
+        other = asyncio.create_task(b.create_memory(name="Other", description="", parent_id=None, restricted=False,
+                                                    provider="local", created_by="mbr_z"))
+        seen_mid_apply = 0
+        while not task.done():
+            await a.catch_up()
+            present = [n for n in plan.nodes if a.tree.exists(n.id)]
+            if 0 < len(present) < len(plan.nodes):
+                seen_mid_apply += 1
+                if other.done():  # B's change is committed: it waits for the import to be in
+                    assert not a.tree.exists(other.result().id)
+            for node in present:
+                assert node.parent_id is not None and a.tree.exists(node.parent_id)
+                assert {g.principal for g in a.tree.grants_on(node.id)} >= {"member:mbr_y"}
+            await asyncio.sleep(0)
+        await task
+        assert seen_mid_apply >= 2
+        made = await other
+        await a.catch_up()
+        assert a.tree.exists(made.id) and all(a.tree.exists(n.id) for n in plan.nodes)
