@@ -22,11 +22,13 @@ at it between batches, before the commit, and rolls back. Once the commit is und
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import Table, insert, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.state import coherence, tree_writes
@@ -38,7 +40,8 @@ from gateway.state.tree import MemoryNode
 from policies.access import MAX_DEPTH, Grant
 
 BATCH = 10_000  # memories a change row (and an executemany) covers
-_YIELD_EVERY = 5_000  # in-memory puts between two turns of the event loop
+_YIELD_EVERY = 1_000  # in-memory puts between two turns of the event loop: a few milliseconds
+BULK_CACHE_KIB = 128 * 1024  # SQLite's page cache while an import writes (see _bulk_cache)
 
 Progress = Callable[[int, int], None]  # (rows written, rows to write)
 ImportProblem = Literal["not_found", "too_deep", "taken", "busy", "abandoned"]
@@ -97,11 +100,37 @@ async def write_plan(store: StateStore, plan: TreePlan, progress: Progress,
 
 
 async def _write(store: StateStore, plan: TreePlan, progress: Progress, abandoned: asyncio.Event) -> None:
+    async with store.engine.begin() as conn:
+        await _write_in(store, conn, plan, progress, abandoned)
+
+
+@contextlib.asynccontextmanager
+async def _bulk_cache(conn: AsyncConnection) -> AsyncIterator[None]:
+    """On SQLite, a page cache of BULK_CACHE_KIB for this connection while the import writes, then its own
+    again. Each memory's row goes into the id index at a random place (ids are random): with SQLite's
+    2 MB cache nearly every insert met a page that had been written out. 1,000,000 rows into a
+    fresh state store (bench of the rows alone): 44 s, 19 s of CPU, against 25 s, 11 s with 128 MiB."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    before = (await conn.exec_driver_sql("PRAGMA cache_size")).scalar()
+    await conn.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        # The connection goes back to the pool: with its own cache again (a failure here, on a connection
+        # that broke, must not hide the one that broke it).
+        with contextlib.suppress(SQLAlchemyError):
+            await conn.exec_driver_sql(f"PRAGMA cache_size={int(before or -2000)}")
+
+
+async def _write_in(store: StateStore, conn: AsyncConnection, plan: TreePlan, progress: Progress,
+                    abandoned: asyncio.Event) -> None:
     total, done = plan.rows, 0
     progress(0, total)
-    async with store.engine.begin() as conn:
-        await tree_writes.lock_tree(conn)
-        await _check_rows(conn, plan)
+    await tree_writes.lock_tree(conn)
+    await _check_rows(conn, plan)
+    async with _bulk_cache(conn):
         for start in range(0, len(plan.nodes), BATCH):
             _stop_if(abandoned)
             batch = plan.nodes[start:start + BATCH]
@@ -114,19 +143,19 @@ async def _write(store: StateStore, plan: TreePlan, progress: Progress, abandone
             await insert_rows(conn, t.grants, [_grant_row(grant, plan.stamp) for grant in grants])
             done += len(grants)
             progress(done, total)
-        _stop_if(abandoned)
-        granted = list(dict.fromkeys(grant.memory_id for grant in plan.grants))
-        async with store.changes.lock:  # no catch-up of this instance between the commit and the tree
-            before, after = await coherence.record_batches(conn, _batches(plan.nodes, granted))
-            await conn.commit()
-            plan.committed = True
-            if store.changes.seen == before:
-                # This instance held everything before: the rows up to `after` are this import's, which
-                # the tree takes below a chunk at a time. Requests meanwhile need not wait for all of it
-                # (each sees the tree between two chunks); one that needs a later change of another
-                # instance still waits for the lock, which is not applied before the import is in.
-                store.changes.seen = after
-            await _apply(store, plan)
+    _stop_if(abandoned)
+    granted = list(dict.fromkeys(grant.memory_id for grant in plan.grants))
+    async with store.changes.lock:  # no catch-up of this instance between the commit and the tree
+        before, after = await coherence.record_batches(conn, _batches(plan.nodes, granted))
+        await conn.commit()
+        plan.committed = True
+        if store.changes.seen == before:
+            # This instance held everything before: the rows up to `after` are this import's, which
+            # the tree takes below a chunk at a time. Requests meanwhile need not wait for all of it
+            # (each sees the tree between two chunks); one that needs a later change of another
+            # instance still waits for the lock, which is not applied before the import is in.
+            store.changes.seen = after
+        await _apply(store, plan)
 
 
 async def insert_rows(conn: AsyncConnection, table: Table, rows: list[tuple[Any, ...]]) -> None:
@@ -183,12 +212,11 @@ async def _check_rows(conn: AsyncConnection, plan: TreePlan) -> None:
             raise ImportRefused("taken", f"The id {taken.id!r} was taken meanwhile.", taken.id)
 
 
-def _batches(nodes: Sequence[MemoryNode], granted: list[str]) -> list[dict[coherence.Kind, list[str]]]:
-    """One change row per BATCH memories; the memories whose grants changed ride on the first rows."""
-    out: list[dict[coherence.Kind, list[str]]] = []
+def _batches(nodes: Sequence[MemoryNode], granted: list[str]) -> Iterator[dict[coherence.Kind, list[str]]]:
+    """One change row per BATCH memories; the memories whose grants changed ride on the first rows. Made
+    one at a time as they are written (a list of a million ids made at once held the loop)."""
     for start in range(0, max(len(nodes), len(granted)), BATCH):
-        out.append({"memory": [n.id for n in nodes[start:start + BATCH]], "grants": granted[start:start + BATCH]})
-    return out
+        yield {"memory": [n.id for n in nodes[start:start + BATCH]], "grants": granted[start:start + BATCH]}
 
 
 async def _apply(store: StateStore, plan: TreePlan) -> None:

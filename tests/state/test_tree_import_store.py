@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -201,3 +202,33 @@ async def test_a_read_during_the_apply_waits_for_no_more_than_a_chunk_and_sees_w
         made = await other
         await a.catch_up()
         assert a.tree.exists(made.id) and all(a.tree.exists(n.id) for n in plan.nodes)
+
+
+async def test_on_sqlite_the_import_writes_with_a_large_page_cache_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch goes in with the connection's page cache at BULK_CACHE_KIB; once the import is in, every
+    connection the pool holds has SQLite's own cache again."""
+    seen: list[int] = []
+    insert = tree_import.insert_rows
+
+    async def noting(conn: Any, table: Any, rows: list[tuple[Any, ...]]) -> None:
+        seen.append(int((await conn.exec_driver_sql("PRAGMA cache_size")).scalar()))
+        await insert(conn, table, rows)
+
+    monkeypatch.setattr(tree_import, "insert_rows", noting)
+    async with two_stores("sqlite", tmp_path) as (a, _b):
+        anchor = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                       provider="local", created_by="mbr_x")
+        async with a.engine.connect() as conn:
+            own = int((await conn.exec_driver_sql("PRAGMA cache_size")).scalar_one())
+        await write_plan(a, flat_plan(anchor, BATCH + 10), lambda done, total: None)
+        assert seen == [-tree_import.BULK_CACHE_KIB] * 2
+        idle = a.engine.sync_engine.pool.checkedin()  # type: ignore[attr-defined]
+        held = [await a.engine.connect() for _ in range(max(1, idle))]
+        try:
+            sizes = [int((await c.exec_driver_sql("PRAGMA cache_size")).scalar_one()) for c in held]
+        finally:
+            for c in held:
+                await c.close()
+        assert sizes == [own] * len(held) and own != -tree_import.BULK_CACHE_KIB
