@@ -40,7 +40,7 @@ from gateway.state.tree import MemoryNode
 from policies.access import MAX_DEPTH, Grant
 
 BATCH = 10_000  # memories a change row (and an executemany) covers
-_YIELD_EVERY = 1_000  # in-memory puts between two turns of the event loop: a few milliseconds
+_YIELD_EVERY = 500  # in-memory puts between two turns of the event loop: a few milliseconds
 BULK_CACHE_KIB = 128 * 1024  # SQLite's page cache while an import writes (see _bulk_cache)
 
 Progress = Callable[[int, int], None]  # (rows written, rows to write)
