@@ -115,17 +115,15 @@ class GrantTops:
         generation = self.generation
         for principal in list(holders):
             grants = tuple(holders.get(principal, ()))  # a copy: the list changes between the steps
-            held: set[str] = set()
             for start in range(0, len(grants), step):
-                held.update(g.memory_id for g in grants[start : start + step] if g.privileges)
-                yield None
-            memories = list(held)
-            for start in range(0, len(memories), step):
-                for memory_id in memories[start : start + step]:
+                for grant in grants[start : start + step]:
+                    memory_id = grant.memory_id
+                    if not grant.privileges:
+                        continue
                     parent = tree.parent_of(memory_id)
-                    # `held` is as of the copy: a grant on the parent added since only makes an extra
-                    # candidate, one revoked since re-added this child through `revoked`.
-                    if parent is None or parent not in held or tree.is_restricted(memory_id):
+                    # Asked of the tree as it is now: a grant on the parent revoked later re-adds this
+                    # memory through `revoked`; one given later leaves it as an extra candidate.
+                    if parent is None or tree.is_restricted(memory_id) or not _holds(tree, principal, parent):
                         self._add(principal, memory_id)
                 yield None
         self.built = generation
