@@ -120,14 +120,13 @@ class StateStore:
         self.directory = directory
         self.tree.replace_with(tree)
         self.changes.seen = mark
-        self.entries.prepare()  # the tops of the grants just loaded, found in steps from now on
 
     async def catch_up(self) -> None:
         """Apply what other instances changed since this one last looked (gateway/state/coherence.py)."""
         newest = self._newest.newest()
         if newest is None:
             newest = await self.version_probe.newest()
-        if newest <= self.changes.seen:
+        if newest <= max(self.changes.seen, self.changes.committing):
             return
         async with self.changes.lock:
             if newest <= self.changes.seen:
@@ -136,6 +135,7 @@ class StateStore:
                 found = await coherence.since(conn, self.changes.seen)
                 if found.gap:
                     await self._load()
+                    self.entries.prepare()  # the tops of the grants just loaded, found in steps from now on
                     return
                 fetched = await coherence.fetch(conn, found)
             coherence.apply(self.directory, self.tree, found, fetched)  # no await: one consistent step

@@ -147,13 +147,20 @@ async def _write_in(store: StateStore, conn: AsyncConnection, plan: TreePlan, pr
     granted = list(dict.fromkeys(grant.memory_id for grant in plan.grants))
     async with store.changes.lock:  # no catch-up of this instance between the commit and the tree
         before, after = await coherence.record_batches(conn, _batches(plan.nodes, granted))
-        await conn.commit()
+        # This instance held everything before: the rows up to `after` are this import's, which the tree
+        # takes below a chunk at a time. Requests meanwhile (from the commit on, which with SQLite's
+        # checkpoint after it takes seconds) need not wait for all of it: each sees the tree between two
+        # chunks. One that needs a later change of another instance still waits for the lock, and that
+        # change is applied after the import is in.
+        own = store.changes.seen == before
+        if own:
+            store.changes.committing = after
+        try:
+            await conn.commit()
+        finally:
+            store.changes.committing = 0
         plan.committed = True
-        if store.changes.seen == before:
-            # This instance held everything before: the rows up to `after` are this import's, which
-            # the tree takes below a chunk at a time. Requests meanwhile need not wait for all of it
-            # (each sees the tree between two chunks); one that needs a later change of another
-            # instance still waits for the lock, which is not applied before the import is in.
+        if own:
             store.changes.seen = after
         await _apply(store, plan)
 

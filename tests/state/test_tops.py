@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+from gateway.base.config import from_mapping
+from gateway.server.app import begin_serving, create_app, open_services
 from gateway.state import entries
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
@@ -195,3 +198,32 @@ async def test_entry_points_of_a_loaded_tree_wait_for_the_rebuild_and_prepare_st
     assert points._rebuilding is not None
     await points._rebuilding
     assert tree.tops.ready
+
+
+async def test_serving_starts_finding_the_tops_of_the_loaded_grants_without_an_ask(tmp_path: Path) -> None:
+    """A store opened on rows written before has stale tops (its grants came by the load); once the app
+    begins serving, their rebuild is under way, and it ends with the tops ready and holding the root."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    config = from_mapping({}).with_overrides(data_dir=data)
+    first = await open_services(config)
+    try:
+        root = await first.store.create_memory(
+            name="Root", description="", parent_id=None, restricted=False, provider="local", created_by="mbr_x"
+        )
+        await first.store.create_memory(
+            name="Child", description="", parent_id=root.id, restricted=False, provider="local", created_by="mbr_x"
+        )
+    finally:
+        await first.close()
+    services = await open_services(config)
+    try:
+        assert not services.store.tree.tops.ready
+        await begin_serving(create_app(config, services=services), services)
+        rebuilding = services.store.entries._rebuilding
+        assert rebuilding is not None
+        await rebuilding
+        assert services.store.tree.tops.ready
+        assert set(services.store.tree.grant_tops("member:mbr_x") or ()) == {root.id}
+    finally:
+        await services.close()

@@ -232,3 +232,40 @@ async def test_on_sqlite_the_import_writes_with_a_large_page_cache_and_gives_it_
             for c in held:
                 await c.close()
         assert sizes == [own] * len(held) and own != -tree_import.BULK_CACHE_KIB
+
+
+async def test_a_read_while_the_import_commits_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import's rows are committed and visible, but its commit has not returned yet (SQLite's
+    checkpoint after a large commit runs inside it): a request's catch-up then returns without waiting for
+    the import, and the tree does not hold the import yet; once the commit returns, it does."""
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    gate, reached = asyncio.Event(), asyncio.Event()
+    armed = False
+    commit = AsyncConnection.commit
+
+    async def slow_commit(self: AsyncConnection) -> None:
+        await commit(self)
+        if armed:
+            reached.set()
+            await gate.wait()
+
+    monkeypatch.setattr(AsyncConnection, "commit", slow_commit)
+    async with two_stores("sqlite", tmp_path) as (a, _b):
+        anchor = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                       provider="local", created_by="mbr_x")
+        await a.catch_up()
+        plan = flat_plan(anchor, 50)
+        armed = True
+        task = asyncio.create_task(write_plan(a, plan, lambda done, total: None))
+        await reached.wait()
+        armed = False
+        reader = asyncio.create_task(a.catch_up())
+        done, _ = await asyncio.wait({reader}, timeout=30)  # a guard against a hang, not a measure
+        assert reader in done and reader.result() is None
+        assert not a.tree.exists(plan.nodes[0].id)
+        gate.set()
+        await task
+        assert all(a.tree.exists(n.id) for n in plan.nodes)
