@@ -122,6 +122,7 @@ async def _bulk_cache(conn: AsyncConnection) -> AsyncIterator[None]:
         # that broke, must not hide the one that broke it).
         with contextlib.suppress(SQLAlchemyError):
             await conn.exec_driver_sql(f"PRAGMA cache_size={int(before or -2000)}")
+            await conn.exec_driver_sql("PRAGMA shrink_memory")  # the pages past the cache, freed now
 
 
 async def _write_in(store: StateStore, conn: AsyncConnection, plan: TreePlan, progress: Progress,
