@@ -39,6 +39,7 @@ from adapters.base import (
 )
 from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local import _embeddings as embeddings
+from adapters.local import _kept as kept
 from adapters.local import _ranking as ranking
 from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
@@ -261,13 +262,21 @@ class LocalProvider(LocalConnections, LocalQueries):
         matched_words = any(not textual.isdisjoint(by_signal) for by_signal in places.values())
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
 
-    async def _ranked_rows(self, memory_ids: Sequence[str], signals: Sequence[Signal], query: RecallQuery,
-                           at: str | None, depth: int) -> Sequence[Any]:
+    async def _ranked_rows(
+        self, memory_ids: Sequence[str], signals: Sequence[Signal], query: RecallQuery, at: str | None, depth: int
+    ) -> Sequence[Any]:
         """Each signal's ranked list over every memory asked, from one statement: version rows with their
         signal and place. None asked, or nothing any signal could match (no words), is no rows."""
         statement = recall_sql.recall_statement(
-            memory_ids, signals, query=query.query, text=query.text, filters=query.filters,
-            types=query.types, as_of=at, include=query.include, depth=depth,
+            memory_ids,
+            signals,
+            query=query.query,
+            text=query.text,
+            filters=query.filters,
+            types=query.types,
+            as_of=at,
+            include=query.include,
+            depth=depth,
         )
         if statement is None or not memory_ids:
             return []
@@ -280,20 +289,32 @@ class LocalProvider(LocalConnections, LocalQueries):
     def types(self) -> Sequence[TypeInfo]:
         return local_types.TYPES
 
-    async def operate(self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer,
-                      at: datetime) -> OperationResult:
+    async def operate(
+        self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer, at: datetime
+    ) -> OperationResult:
         return await local_types.operate(self, memory_id, record_id, name, input, by, at)
 
     def consolidation_unit(self) -> str:
         return local_consolidation.UNIT
 
-    async def consolidate(self, memory_id: str, run_id: str, *, budget: int | None, resume_after: datetime | None,
-                          by: Writer, at: datetime, on_change: ChangeSink | None = None) -> RunOutcome:
-        return await local_consolidation.consolidate(self, memory_id, budget=budget, resume_after=resume_after,
-                                                     by=by, at=at, on_change=on_change)
+    async def consolidate(
+        self,
+        memory_id: str,
+        run_id: str,
+        *,
+        budget: int | None,
+        resume_after: datetime | None,
+        by: Writer,
+        at: datetime,
+        on_change: ChangeSink | None = None,
+    ) -> RunOutcome:
+        return await local_consolidation.consolidate(
+            self, memory_id, budget=budget, resume_after=resume_after, by=by, at=at, on_change=on_change
+        )
 
-    async def revert(self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer,
-                     at: datetime) -> Reversal:
+    async def revert(
+        self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer, at: datetime
+    ) -> Reversal:
         return await local_consolidation.revert(self, memory_id, changes, by=by, at=at)
 
     # ----------------------------------------------------------------------- helpers: the version chain
@@ -304,8 +325,9 @@ class LocalProvider(LocalConnections, LocalQueries):
             raise RecordNotFound(record_id)
         return sql.record(rows[0])
 
-    async def _written_by(self, db: aiosqlite.Connection, memory_id: str, write_id: str | None,
-                          record_id: str | None = None) -> Record | None:
+    async def _written_by(
+        self, db: aiosqlite.Connection, memory_id: str, write_id: str | None, record_id: str | None = None
+    ) -> Record | None:
         """The version the write `write_id` made in this memory, if any. The same write id on another
         record of the memory is a caller's mistake (one write changes one record), refused."""
         if write_id is None:
@@ -323,27 +345,35 @@ class LocalProvider(LocalConnections, LocalQueries):
         title, body = local_types.searchable(version)  # a registered type's projection is found by recall
         await db.execute(sql.INSERT_WORDS, (cursor.lastrowid, title, body))
         await db.execute(sql.SET_WORDS, {"seq": cursor.lastrowid})
+        for statement in kept.change(kept.SEQ, 1):
+            await db.execute(statement, {"seq": cursor.lastrowid})
         # Read back through the same decoding as every read, so the caller gets exactly what `get` gives.
         return sql.record(row)
 
     async def _close_version(self, db: aiosqlite.Connection, current: Record, at: datetime) -> None:
-        await db.execute(sql.CLOSE, {"at": sql.ts(at), "record": current.id, "version": current.version})
+        closing = {"record": current.id, "version": current.version}
+        for statement in kept.change(kept.CLOSING, -1):  # while it is still current
+            await db.execute(statement, closing)
+        await db.execute(sql.CLOSE, {"at": sql.ts(at), **closing})
 
     async def _purge(self, db: aiosqlite.Connection, where: str, params: Mapping[str, Any]) -> None:
-        for statement in sql.purge_statements(where):
+        counts = kept.DROP if where == sql.IN_MEMORY else (*kept.change(where, -1), *kept.emptied(where))
+        for statement in (*counts, *sql.purge_statements(where)):
             await db.execute(statement, params)
         if self.meaning() is not None:  # an erased version's vector goes with its words
             await db.execute(embeddings.CREATE)
             await db.execute(embeddings.PURGE_ORPHANS)
 
-    async def _nearest(self, meaning: embeddings.Meaning, memory_ids: Sequence[str], query: RecallQuery,
-                       at: str | None, depth: int) -> Sequence[Any]:
+    async def _nearest(
+        self, meaning: embeddings.Meaning, memory_ids: Sequence[str], query: RecallQuery, at: str | None, depth: int
+    ) -> Sequence[Any]:
         """Embed what these memories hold that has no vector yet, then rank. The embedding runs shielded:
         a recall that times out on a large backlog leaves the vectors made so far stored for the next."""
         await asyncio.shield(self._fill(meaning, memory_ids))
         async with self._reading() as db:
-            return await meaning.rank(db, memory_ids, query.query or "", as_of=at, include=query.include,
-                                      types=query.types, depth=depth)
+            return await meaning.rank(
+                db, memory_ids, query.query or "", as_of=at, include=query.include, types=query.types, depth=depth
+            )
 
     async def _fill(self, meaning: embeddings.Meaning, memory_ids: Sequence[str]) -> None:
         # One fill at a time per provider, in batches stored as they are made. A recall cut off by its
@@ -364,4 +394,3 @@ class LocalProvider(LocalConnections, LocalQueries):
                     await db.executemany("INSERT OR IGNORE INTO meanings (seq, vector) VALUES (?, ?)", missing)
                 if len(missing) < embeddings.FILL_BATCH:
                     return
-
