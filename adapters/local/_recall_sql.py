@@ -28,15 +28,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from adapters import filter_sql
 from adapters.base import Condition, Signal
 from adapters.local._schema import to_json
 from adapters.local._sql import (
     AVERAGES,
     BODY_WEIGHT,
+    DIALECT,
     K1,
     TITLE_WEIGHT,
     B,
-    condition,
     phrases_all,
     phrases_meaning,
     scope,
@@ -203,16 +204,12 @@ def recall_statement(
         lists.append(f"sig_{signal}")
 
     if "filters" in signals and filters:
-        clauses = []
-        for i, cond in enumerate(filters):
-            clause, cond_params = condition(cond, f"f{i}", as_of is not None)
-            clauses.append(clause)
-            params.update(cond_params)
+        every_filter = filter_sql.all_of(DIALECT, filters, as_of is not None, params)
         ctes.append(f"cand AS (SELECT * FROM versions v WHERE {where})")
         ctes.append(
             "sig_filters AS (SELECT seq, 'filters' AS signal,"
             " row_number() OVER (ORDER BY written_at DESC, record_id DESC) AS place"
-            f" FROM cand v WHERE {' AND '.join(clauses)} ORDER BY place LIMIT :depth)"
+            f" FROM cand v WHERE {every_filter} ORDER BY place LIMIT :depth)"
         )
         lists.append("sig_filters")
 

@@ -10,7 +10,6 @@ gateway's file store.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -32,18 +31,15 @@ from adapters.base import (
     RecallQuery,
     Record,
     RecordNotFound,
-    RecordTime,
     Revision,
     Signal,
     Writer,
 )
-from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local import _embeddings as embeddings
 from adapters.local import _kept as kept
 from adapters.local import _ranking as ranking
 from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
-from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local._connections import LocalConnections
 from adapters.local._schema import to_json
@@ -51,13 +47,13 @@ from adapters.local._schema import to_json
 # Re-exported: callers have always read the capability document from here.
 from adapters.local.capabilities import CAPABILITIES as CAPABILITIES
 from adapters.local.capabilities import SEMANTIC_CAPABILITIES
+from adapters.local.extensions import TypesAndConsolidation
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
-from adapters.operations import OperationResult, TypeInfo
-from adapters.versioning import not_before, refuse_following, revision_of, tombstone
+from adapters.versioning import first_version, not_before, refuse_following, revision_of, tombstone
 
 
-class LocalProvider(LocalConnections, LocalQueries):
+class LocalProvider(LocalConnections, LocalQueries, TypesAndConsolidation):
     """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor.
     The connections it reads and writes through are `LocalConnections`' (adapters/local/_connections.py)."""
 
@@ -95,19 +91,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         (§5.4); the contract's `NewRecord` has no such field, so it comes as a keyword of this adapter."""
         _refuse_unkept_media(record.content, self.capabilities().media)
         local_types.check(record.type, record.attributes)
-        first = Record(
-            id="hrec_" + secrets.token_hex(16),
-            memory_id=memory_id,
-            type=record.type,
-            content=record.content,
-            written_by=record.written_by,
-            time=RecordTime(record.written_at, record.valid_from, record.valid_to),
-            title=record.title,
-            attributes=record.attributes,
-            references=record.references,
-            follows=follows,
-            write_id=record.write_id,
-        )
+        first = first_version(memory_id, record, follows)
         async with self._writing() as db:
             # A write sent again (its first answer was lost) is the record it made the first time.
             done = await self._written_by(db, memory_id, record.write_id)
@@ -282,40 +266,6 @@ class LocalProvider(LocalConnections, LocalQueries):
             return []
         async with self._reading() as db:
             return list(await db.execute_fetchall(*statement))
-
-    # ----------------------------------------------------------------------- types (§8), consolidation (§9.2)
-    # Both work through the public methods above; adapters/local/task_type.py and local_consolidation.py say how.
-
-    def types(self) -> Sequence[TypeInfo]:
-        return local_types.TYPES
-
-    async def operate(
-        self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer, at: datetime
-    ) -> OperationResult:
-        return await local_types.operate(self, memory_id, record_id, name, input, by, at)
-
-    def consolidation_unit(self) -> str:
-        return local_consolidation.UNIT
-
-    async def consolidate(
-        self,
-        memory_id: str,
-        run_id: str,
-        *,
-        budget: int | None,
-        resume_after: datetime | None,
-        by: Writer,
-        at: datetime,
-        on_change: ChangeSink | None = None,
-    ) -> RunOutcome:
-        return await local_consolidation.consolidate(
-            self, memory_id, budget=budget, resume_after=resume_after, by=by, at=at, on_change=on_change
-        )
-
-    async def revert(
-        self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer, at: datetime
-    ) -> Reversal:
-        return await local_consolidation.revert(self, memory_id, changes, by=by, at=at)
 
     # ----------------------------------------------------------------------- helpers: the version chain
 
