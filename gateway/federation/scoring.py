@@ -140,10 +140,14 @@ def merge(
     question: str | None,
     rankings: Mapping[str, Sequence[Key]],
     texts: Mapping[Key, str],
+    *,
+    words: Mapping[Key, Sequence[str]] | None = None,
 ) -> list[tuple[Key, Components]]:
     """The union of every provider's ranking (provider name -> keys best first), best first.
 
     A key named by two providers keeps its best place (the first list by provider name, on a tie).
+    Each candidate's words are `terms` of its text, or given already cut in `words` (the fan-out cuts
+    each provider's as its answer comes in).
     """
     placed: dict[Key, tuple[int, str]] = {}
     for provider in sorted(rankings):
@@ -154,7 +158,8 @@ def merge(
     uniform: dict[Key, float] | None = None
     if asked:
         seen: dict[str, str | None] = {}
-        raw = bm25(asked, {key: terms(texts.get(key, ""), seen) for key in placed})
+        raw = bm25(asked, {key: words[key] if words is not None and key in words else terms(texts.get(key, ""), seen)
+                           for key in placed})
         best = max(raw.values(), default=0.0)
         uniform = {key: (value / best if best > 0 else 0.0) for key, value in raw.items()}
     out: list[tuple[Key, Components]] = []
