@@ -10,14 +10,14 @@ from typing import TypeVar
 
 from adapters import degraded as entries
 from adapters.base import Condition, RecallQuery
-from gateway.answers import RenderedAnswer
 from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
 from gateway.api.render import children_counts, reader, recall_rendered, recall_result_json
 from gateway.api.responses import RecallOut
-from gateway.errors import invalid
+from gateway.base.answers import RenderedAnswer
+from gateway.base.errors import invalid
 from gateway.federation import fanout as federation
 from gateway.federation.plans import KeptPlan
 

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from adapters.base import Part, Record, Reference, part_to_json
-from gateway.answers import dumps, joined
 from gateway.api._endpoint import Call
-from gateway.clock import rfc3339_or_none
+from gateway.base.answers import dumps, joined
+from gateway.base.clock import rfc3339_or_none
 from gateway.federation.plans import Places
 from gateway.state.tree import MemoryNode, Tree
 from policies import access

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from gateway.answers import dumps
 from gateway.api.render import children_counts, recall_json, recall_rendered
+from gateway.base.answers import dumps
 from gateway.federation.plans import Places
 from gateway.state.tree import MemoryNode
 
