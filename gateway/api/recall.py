@@ -78,10 +78,9 @@ async def recall(call: Call) -> RenderedAnswer:
     searching = asyncio.create_task(
         _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body),
                                                      services.config.recall_scoring, deadline=deadline)))
-    # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
-    # work on the children below (a thousand of them on a flat tree) takes the loop.
-    for _ in range(2):
-        await asyncio.sleep(0)
+    # The work on the children below (a thousand of them on a flat tree) waits until the search's calls
+    # are on their way: done before, it held them back.
+    await federation.sent()
     places = kept.places()
     # The places to go next: counts known are shown, the others are asked after the answer has left, so
     # the answer never waits for counting.
