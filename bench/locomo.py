@@ -45,6 +45,7 @@ _DIA = re.compile(r"D\d+:\d+")
 _WORD = re.compile(r"[^\W_]+")
 DEGRADED: list[str] = []
 SEMANTIC = False
+SEMANTIC_MODEL = "minilm"
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def provider_tables(names: Sequence[str], root: Path) -> dict[str, Any]:
         if name.startswith("local"):
             tables[name] = {"adapter": "local", "path": str(root / f"{name}.sqlite3"), "write_settle": 0,
                             # the first meaning search of a conversation embeds all its turns
-                            "timeout": 300, "semantic": "on" if SEMANTIC else "off"}
+                            "timeout": 300, "semantic": "on" if SEMANTIC else "off",
+                            "semantic_model": SEMANTIC_MODEL}
         elif name.startswith("mem0"):
             tables[name] = {"adapter": "mem0", "variant": "platform", "base_url": "https://api.mem0.ai",
                             "api_key_env": "MEMFED_BENCH_MEM0_KEY"}
@@ -238,10 +240,12 @@ async def main() -> None:
     parser.add_argument("--signal", default="query", choices=("query", "text"))
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--semantic", action="store_true", help="the embedded providers search by meaning too")
+    parser.add_argument("--semantic-model", default="minilm", choices=("minilm", "mpnet"),
+                        help="with --semantic: the sentence-embedding model (README, meaning search)")
     parser.add_argument("--scoring", default="uniform,rrf", help="merge methods to compare: uniform, rrf")
     args = parser.parse_args()
-    global SEMANTIC
-    SEMANTIC = args.semantic
+    global SEMANTIC, SEMANTIC_MODEL
+    SEMANTIC, SEMANTIC_MODEL = args.semantic, args.semantic_model
     names = (sorted(p.stem for p in DATA.glob("*.json")) if args.conversations == "all"
              else args.conversations.split(","))
     conversations = [load(n) for n in names]
