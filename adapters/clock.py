@@ -7,7 +7,7 @@ where an API answer shows an instant, microseconds where the text is read back a
 the instant did (export lines, stored version rows, a consolidation run's `read.through`, which the next
 run resumes strictly after). Fixed width at each precision, so text order is time order.
 
-It lives in adapters (the layer both adapters and the gateway may import); gateway.clock is its face there.
+It lives in adapters (the layer both adapters and the gateway may import); gateway.base.clock is its face there.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import create_engine
 
-from gateway.ids import new_id
+from gateway.base.ids import new_id
 from gateway.state import schema as t
 from gateway.state.directory import hash_key
 

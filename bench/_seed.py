@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.base import NewRecord, Part, Writer
-from gateway.app import bootstrap_admin, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import bootstrap_admin, open_services
 
 ADMIN_KEY = "mf_bench_admin_key_0123456789abcdef"
 VOCABULARY = [f"word{i}" for i in range(5000)]

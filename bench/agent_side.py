@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 
 from gateway.agent import prime as priming
-from gateway.app import bootstrap_admin, create_app, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import bootstrap_admin, create_app, open_services
 from gateway.state import harness_schema as h
 
 

@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from adapters.base import NewRecord, Part, Reference, Revision, Writer
-from gateway.app import open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
 from gateway.migration import jobs as migration
+from gateway.server.app import open_services
 
 WRITER = Writer("member", "mbr_bench", "agent")
 

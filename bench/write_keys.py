@@ -25,8 +25,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway.app import bootstrap_admin, create_app, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import bootstrap_admin, create_app, open_services
 
 
 async def main(n: int, rounds: int) -> None:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.audit import AuditLog, Coverage, DecisionEntry
-from gateway.clock import now
-from gateway.config import Config, Limits
-from gateway.errors import busy, identity_provider_unavailable
+from gateway.base.clock import now
+from gateway.base.config import Config, Limits
+from gateway.base.errors import busy, identity_provider_unavailable
 from gateway.federation.counts import RecordCounts
 from gateway.federation.fairness import MemberLimits
 from gateway.federation.idempotency import Idempotency

@@ -59,9 +59,9 @@ from gateway.agent.episodes import EPISODE as EPISODE
 from gateway.agent.episodes import OUTBOX_ATTRIBUTE as OUTBOX_ATTRIBUTE
 from gateway.agent.episodes import Episode as Episode
 from gateway.agent.episodes import decode, encode
-from gateway.clock import now_ms
+from gateway.base.clock import now_ms
+from gateway.base.ids import new_id
 from gateway.federation.writes import maybe_applied
-from gateway.ids import new_id
 from gateway.state import harness_schema as h
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from adapters.base import (
     ErasureIncomplete,
     Provider,
 )
-from gateway.errors import ApiError, unavailable
+from gateway.base.errors import ApiError, unavailable
 from gateway.federation.failures import provider_failure
 from gateway.federation.providers import ProviderHandle
 from gateway.state.tree import MemoryNode

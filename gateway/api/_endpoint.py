@@ -21,12 +21,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway import limits
-from gateway.answers import JSONAnswer
-from gateway.errors import ApiError, bad_request, invalid, json_required, validation_failed
+from gateway.base import limits
+from gateway.base.answers import JSONAnswer
+from gateway.base.errors import ApiError, bad_request, invalid, json_required, validation_failed
+from gateway.base.ids import new_id
 from gateway.federation.writes import WriteIntent
 from gateway.identity.auth import Principal, authenticate, unauthenticated
-from gateway.ids import new_id
 from gateway.telemetry import annotate
 
 if TYPE_CHECKING:  # the services import the api's pieces (fairness, idempotency): named here for types only

@@ -15,11 +15,11 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from adapters.base import Erasure, ErasureIncomplete, Provider, ProviderError, Record
-from gateway import errors
 from gateway.api._calls import handle_for
 from gateway.api._endpoint import Call
-from gateway.clock import now_ms
-from gateway.errors import ApiError
+from gateway.base import errors
+from gateway.base.clock import now_ms
+from gateway.base.errors import ApiError
 from gateway.federation.failures import provider_failure
 from gateway.federation.providers import ProviderHandle
 from gateway.federation.writes import (

@@ -16,7 +16,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import PRINCIPAL_PATTERN, Strict
 from gateway.api.responses_admin import AccessOut
-from gateway.errors import invalid
+from gateway.base.errors import invalid
 from gateway.state.store import StateStore
 from policies import access, reach
 

@@ -22,7 +22,6 @@ from adapters.context import ContextProvider
 from adapters.deriving import DerivingProvider
 from gateway.agent import outbox
 from gateway.agent import prime as priming
-from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import write_intent
@@ -31,8 +30,9 @@ from gateway.api.guard import require
 from gateway.api.records import parts_from, writer_for
 from gateway.api.render import Reader, reader, record_json, written_json
 from gateway.api.responses_agent import JobOut, ObservationOut, PrimeOut
-from gateway.clock import now, now_ms
-from gateway.errors import ApiError, job_not_found, provider_refused, unsupported
+from gateway.base.answers import JSONAnswer
+from gateway.base.clock import now, now_ms
+from gateway.base.errors import ApiError, job_not_found, provider_refused, unsupported
 from gateway.state.harnesses import Placed
 from gateway.state.tree import MemoryNode
 from policies import access

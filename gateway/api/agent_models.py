@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from gateway.api.models import PartIn, Strict
-from gateway.limits import Attributes
+from gateway.base.limits import Attributes
 
 MAX_EPISODES = 100
 MAX_PARTS = 100

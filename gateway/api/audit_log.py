@@ -17,8 +17,8 @@ from gateway.api.models import Strict
 from gateway.api.responses_admin import AuditList, VerificationOut
 from gateway.audit import AuditQuery
 from gateway.audit.query import InvalidCursor
-from gateway.errors import admin_only, bad_cursor
-from gateway.limits import Instant
+from gateway.base.errors import admin_only, bad_cursor
+from gateway.base.limits import Instant
 from policies import access, reach
 
 

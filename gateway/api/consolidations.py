@@ -32,8 +32,8 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Page, Strict
 from gateway.api.responses_agent import ChangeList, RunList, RunOut
-from gateway.clock import now, now_ms, rfc3339_or_none
-from gateway.errors import (
+from gateway.base.clock import now, now_ms, rfc3339_or_none
+from gateway.base.errors import (
     ApiError,
     bad_cursor,
     busy,
@@ -43,8 +43,8 @@ from gateway.errors import (
     consolidation_running,
     unsupported,
 )
+from gateway.base.ids import new_id
 from gateway.federation.providers import ProviderHandle
-from gateway.ids import new_id
 from gateway.state.consolidations import Busy, Run
 from gateway.state.tree import MemoryNode
 

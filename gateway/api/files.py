@@ -8,10 +8,10 @@ from typing import Any
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartParser
 
-from gateway import limits
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses import StoredFileOut
-from gateway.errors import ApiError, bad_request, file_not_found, file_too_large, invalid, multipart_required
+from gateway.base import limits
+from gateway.base.errors import ApiError, bad_request, file_not_found, file_too_large, invalid, multipart_required
 
 # What a multipart form adds around the file's bytes (boundaries, part headers, a `purpose` field).
 FORM_OVERHEAD = 64 * 1024

@@ -9,7 +9,7 @@ from gateway.api.guard import require, tree_change
 from gateway.api.models import CreateGrant
 from gateway.api.render import page_json
 from gateway.api.responses import GrantDeleted, GrantList, GrantOut
-from gateway.errors import grant_not_found, invalid
+from gateway.base.errors import grant_not_found, invalid
 from policies import access, reach
 from policies.access import Grant
 

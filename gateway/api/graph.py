@@ -23,7 +23,7 @@ from gateway.api.guard import require
 from gateway.api.models import Graph
 from gateway.api.render import Reader, reader, record_json
 from gateway.api.responses import GraphOut
-from gateway.errors import ApiError, record_not_found
+from gateway.base.errors import ApiError, record_not_found
 from gateway.state.tree import MemoryNode
 from policies import access
 from policies.recall import plan

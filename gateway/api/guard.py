@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from gateway.api._endpoint import Call
-from gateway.errors import ApiError, admin_only, busy, invalid, memory_forbidden, memory_not_found
+from gateway.base.errors import ApiError, admin_only, busy, invalid, memory_forbidden, memory_not_found
 from gateway.state.tree import MemoryNode
 from gateway.state.tree_writes import TreeRefused
 from policies import access

@@ -15,7 +15,6 @@ from typing import Any
 from adapters import degraded as entries
 from gateway.agent import outbox
 from gateway.agent import prime as priming
-from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.agent import log_prime, observe_episodes, prime_memory
 from gateway.api.agent_models import CreateHarness, HarnessSettings, PrimeQuery, Turn
@@ -24,9 +23,10 @@ from gateway.api.records import parts_from, writer_for
 from gateway.api.render import page_json, reader
 from gateway.api.responses import HarnessList, HarnessOut
 from gateway.api.responses_agent import HarnessMemoriesOut, HarnessPrimeOut, TurnOut
-from gateway.clock import now, now_ms
-from gateway.errors import ApiError, harness_not_found, invalid, memories_not_attached
-from gateway.ids import new_id
+from gateway.base.answers import JSONAnswer
+from gateway.base.clock import now, now_ms
+from gateway.base.errors import ApiError, harness_not_found, invalid, memories_not_attached
+from gateway.base.ids import new_id
 from gateway.state.harnesses import Harness
 from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode, Tree

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.answers import JSONAnswer
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.responses_admin import LiveOut, ReadyOut
-from gateway.errors import draining, loading, method_not_allowed, route_not_found
+from gateway.base.answers import JSONAnswer
+from gateway.base.errors import draining, loading, method_not_allowed, route_not_found
 from gateway.state.loading import LoadProgress
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import CreateGroup, CreateMember
 from gateway.api.responses import Deleted, GroupOut, KeyOut, MemberOut
-from gateway.errors import group_exists, group_not_found, key_not_found, member_not_found, not_a_member
+from gateway.base.errors import group_exists, group_not_found, key_not_found, member_not_found, not_a_member
 from gateway.identity.auth import unauthenticated
 from gateway.state.directory import GroupRow, Member
 

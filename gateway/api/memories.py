@@ -14,7 +14,7 @@ from gateway.api.guard import require, require_admin, require_visible, tree_chan
 from gateway.api.models import CreateMemory, ListMemories, UpdateMemory
 from gateway.api.render import memory_json, page_json
 from gateway.api.responses import MemoryDeleted, MemoryList, MemoryOut
-from gateway.errors import invalid, memory_not_found, unsupported
+from gateway.base.errors import invalid, memory_not_found, unsupported
 from gateway.state.entries import EntryKey, still_entry
 from gateway.state.tree import MemoryNode
 from policies import access, pages

@@ -19,7 +19,7 @@ from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require_admin
 from gateway.api.models import Strict
 from gateway.api.responses_admin import ImportOut, MigrationOut, MigrationProgressOut
-from gateway.errors import (
+from gateway.base.errors import (
     ApiError,
     body_too_large,
     internal_error,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.json_schema import SkipJsonSchema
 
 from adapters.base import FilterOp
-from gateway.limits import Attributes, Instant, instant
+from gateway.base.limits import Attributes, Instant, instant
 
 Privilege = Literal["read", "write", "create", "delete"]
 MemberType = Literal["human", "agent"]

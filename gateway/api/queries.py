@@ -20,7 +20,6 @@ from typing import Any, cast
 
 from adapters.base import Provider
 from adapters.queries import QueryingProvider, QueryParamError, QueryResult
-from gateway.answers import JSONAnswer
 from gateway.api._calls import handle_for, on_provider, record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
@@ -35,8 +34,9 @@ from gateway.api.query_models import (
 )
 from gateway.api.render import page_json, reader, recall_json, recall_result_json
 from gateway.api.responses_agent import QueryDeleted, QueryList, QueryOut, QueryResultOut
-from gateway.clock import now_ms
-from gateway.errors import ApiError, invalid, query_conflict, query_not_found, unsupported
+from gateway.base.answers import JSONAnswer
+from gateway.base.clock import now_ms
+from gateway.base.errors import ApiError, invalid, query_conflict, query_not_found, unsupported
 from gateway.federation.providers import ProviderHandle
 from gateway.state.queries import Definition, DefinitionRaced, NamedQuery
 from gateway.state.tree import MemoryNode

@@ -22,7 +22,7 @@ from jsonschema.exceptions import SchemaError, best_match
 from pydantic import Field
 
 from gateway.api.models import Strict
-from gateway.errors import invalid
+from gateway.base.errors import invalid
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}\Z")
 MAX_BODY = 20_000

@@ -19,7 +19,7 @@ from gateway.api.guard import require
 from gateway.api.models import Strict
 from gateway.api.records import render
 from gateway.api.responses import RatificationOut
-from gateway.errors import unsupported
+from gateway.base.errors import unsupported
 
 
 class Ratify(Strict):

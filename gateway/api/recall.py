@@ -16,7 +16,7 @@ from gateway.api.guard import require
 from gateway.api.models import Recall
 from gateway.api.render import reader, recall_json, recall_result_json
 from gateway.api.responses import RecallOut
-from gateway.errors import invalid
+from gateway.base.errors import invalid
 from gateway.federation import fanout as federation
 from gateway.federation.plans import KeptPlan
 from policies import access

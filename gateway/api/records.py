@@ -24,7 +24,6 @@ from adapters.base import (
     Revision,
     Writer,
 )
-from gateway import limits
 from gateway.api._calls import handle_for, on_provider, resolve_record_id, with_alias
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api._writes import erase_on_provider, write_intent, write_record
@@ -32,8 +31,9 @@ from gateway.api.guard import require
 from gateway.api.models import Erase, GetRecord, ListRecords, PartIn, Remember, Revise
 from gateway.api.render import Reader, page_json, reader, record_json, unavailable_references, written_json
 from gateway.api.responses import ErasureOut, RecordList, RecordOut, WrittenOut
-from gateway.clock import now
-from gateway.errors import ApiError, file_not_found, invalid, part_not_found, unavailable, unsupported
+from gateway.base import limits
+from gateway.base.clock import now
+from gateway.base.errors import ApiError, file_not_found, invalid, part_not_found, unavailable, unsupported
 from gateway.state.tree import MemoryNode
 
 # What a refused reference in a rendered record is audited as (gateway/api/render.py `reader`).

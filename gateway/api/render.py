@@ -13,7 +13,7 @@ from typing import Any
 
 from adapters.base import Part, Record, Reference, part_to_json
 from gateway.api._endpoint import Call
-from gateway.clock import rfc3339_or_none
+from gateway.base.clock import rfc3339_or_none
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
 

@@ -15,9 +15,9 @@ from gateway.api.guard import require
 from gateway.api.models import Snapshot
 from gateway.api.render import iso, page_json
 from gateway.api.responses import SnapshotList, SnapshotOut
-from gateway.clock import now_ms
-from gateway.errors import snapshot_exists, unsupported
-from gateway.ids import new_id
+from gateway.base.clock import now_ms
+from gateway.base.errors import snapshot_exists, unsupported
+from gateway.base.ids import new_id
 from gateway.state.records import Snapshot as SnapshotRow
 
 

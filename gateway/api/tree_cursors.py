@@ -14,7 +14,7 @@ cursor of one kind (or of another listing) is refused by the others:
 from __future__ import annotations
 
 from adapters import cursors
-from gateway.errors import ApiError, bad_cursor, invalid
+from gateway.base.errors import ApiError, bad_cursor, invalid
 from gateway.state.entries import EntryKey
 from policies.pages import SortKey
 

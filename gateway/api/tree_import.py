@@ -28,13 +28,13 @@ import orjson
 from pydantic import ValidationError
 from starlette.responses import StreamingResponse
 
-from gateway import limits
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require, require_admin
 from gateway.api.tree_import_models import ImportAnswerLine, ImportGrantLine, ImportLine, ImportMemoryLine
-from gateway.clock import now_ms
-from gateway.errors import ApiError, memory_changed, memory_gone, ndjson_required, state_unavailable, translated
-from gateway.ids import IdPool
+from gateway.base import limits
+from gateway.base.clock import now_ms
+from gateway.base.errors import ApiError, memory_changed, memory_gone, ndjson_required, state_unavailable, translated
+from gateway.base.ids import IdPool
 from gateway.state.tree import MemoryNode
 from gateway.state.tree_import import ImportRefused, TreePlan, write_plan
 from policies import access
@@ -213,7 +213,7 @@ class _CollectorPause:
     An import allocates a node and its fields a memory, none of them ever part of a cycle. With the
     collector on, each full collection walks every object made so far: at a million memories it ran many
     times, each a stall of the event loop growing with the import. `memfed serve` freezes its loaded heap
-    for the same reason (gateway/app.py); the import's nodes join it once written."""
+    for the same reason (gateway/server/app.py); the import's nodes join it once written."""
 
     def __init__(self) -> None:
         self.running = 0

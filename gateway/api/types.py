@@ -29,8 +29,8 @@ from gateway.api.models import Strict
 from gateway.api.records import render_written, writer_for
 from gateway.api.responses import OperationOut
 from gateway.api.responses_admin import TypeList
-from gateway.clock import now
-from gateway.errors import invalid, operation_not_found, unsupported
+from gateway.base.clock import now
+from gateway.base.errors import invalid, operation_not_found, unsupported
 
 if TYPE_CHECKING:
     from gateway.services import Services

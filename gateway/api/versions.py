@@ -6,7 +6,7 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.errors import bad_request
+from gateway.base.errors import bad_request
 
 SUPPORTED_VERSIONS = ("2026-10-04",)
 DEFAULT_VERSION = "2026-10-04"

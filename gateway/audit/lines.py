@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.audit.chain import canonical_json, coverage_digest
 from gateway.audit.query import stamp
-from gateway.clock import now, rfc3339_us
+from gateway.base.clock import now, rfc3339_us
 
 ID_CAP, REASON_CAP, GROUPS_CAP = 256, 2048, 1000  # longer values are cut, marked with "…"
 SET_ITEMS, SET_BYTES = 1000, 256 * 1024  # a coverage set's size: its journal line stays well inside a chunk

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from adapters import cursors
 from gateway.audit.chain import COVERED, FIELDS
 from gateway.audit.store import coverage_items_table, decode_covers, entries_table, link, load_coverage
-from gateway.clock import rfc3339
+from gateway.base.clock import rfc3339
 
 DECISIONS = ("allow", "deny")
 ENTRY = (*FIELDS, "client_request_id", "part", "coverage")  # a decision as a reader gets it

@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import os
 
-from gateway.config import ConfigError
+from gateway.base.config import ConfigError
 
 
 class SealKeyMissing(ConfigError):

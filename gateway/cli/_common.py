@@ -8,7 +8,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from gateway.config import Config, load
+from gateway.base.config import Config, load
 
 
 def load_config(args: argparse.Namespace) -> Config:

@@ -103,7 +103,7 @@ def _report(report: Any, anchor: Any = None) -> int:
 def _anchor(text: str) -> Any:
     """`SEQ:HASH` as `memfed audit anchor` prints it."""
     from gateway.audit.chain import Head
-    from gateway.config import ConfigError
+    from gateway.base.config import ConfigError
 
     seq, _, digest = text.strip().partition(":")
     if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
@@ -153,7 +153,7 @@ def audit_seal(args: argparse.Namespace) -> int:
     from gateway.audit.chain import Head
     from gateway.audit.journal import LocalAnchor, take_lock
     from gateway.audit.lines import marker
-    from gateway.config import ConfigError
+    from gateway.base.config import ConfigError
     from gateway.state.private_files import private_dir
 
     async def run() -> int:

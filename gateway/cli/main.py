@@ -8,18 +8,18 @@ import sys
 from collections.abc import Sequence
 
 from gateway import __version__
+from gateway.base.config import ConfigError
 from gateway.cli import audit as audit_commands
 from gateway.cli import import_tree as import_tree_commands
 from gateway.cli import migrate as migrate_commands
 from gateway.cli._common import common, load_config
-from gateway.config import ConfigError
 from gateway.state.tree import StateCorrupt
 
 
 def serve(args: argparse.Namespace) -> int:
     from gateway.audit.seal import Seal
     from gateway.federation.preflight import check_providers
-    from gateway.ops.serve import run
+    from gateway.server.serve import run
 
     config = load_config(args)
     Seal.from_env(config.audit_seal_env)  # a named seal key that is not set stops the start, with a message

@@ -58,7 +58,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _with_services(args: argparse.Namespace, work: Callable[[Any], Coroutine[Any, Any, int]]) -> int:
-    from gateway.app import open_services
+    from gateway.server.app import open_services
 
     config = load_config(args)
 

@@ -20,9 +20,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import errors
-from gateway.console.sessions import COOKIE, CSRF_HEADER, Session, Sessions, csrf_ok
-from gateway.errors import (
+from gateway.base import errors
+from gateway.base.errors import (
     ApiError,
     console_signed_out,
     cross_origin,
@@ -31,6 +30,7 @@ from gateway.errors import (
     media_refused,
     route_not_found,
 )
+from gateway.console.sessions import COOKIE, CSRF_HEADER, Session, Sessions, csrf_ok
 from gateway.identity.auth import resolve_token
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from adapters.base import (
     Unsupported,
 )
 from adapters.cursors import InvalidCursor
-from gateway.errors import ApiError, bad_cursor, invalid, record_not_found, unavailable, unsupported
+from gateway.base.errors import ApiError, bad_cursor, invalid, record_not_found, unavailable, unsupported
 from gateway.federation.breaker import CircuitOpen
 from gateway.federation.providers import Missed
 from gateway.state.tree import MemoryNode

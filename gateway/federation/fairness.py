@@ -17,8 +17,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gateway.config import Limits
-from gateway.errors import ApiError, rate_limited
+from gateway.base.config import Limits
+from gateway.base.errors import ApiError, rate_limited
 from gateway.federation.breaker import caller
 from gateway.identity.auth import Principal
 

@@ -29,9 +29,9 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
-from gateway.answers import JSONAnswer
-from gateway.clock import now_ms
-from gateway.errors import ApiError, idempotency_key_in_use, idempotency_key_invalid, idempotency_key_reused
+from gateway.base.answers import JSONAnswer
+from gateway.base.clock import now_ms
+from gateway.base.errors import ApiError, idempotency_key_in_use, idempotency_key_invalid, idempotency_key_reused
 from gateway.federation.writes import Retry, WriteIntent, new_write_id
 from gateway.state import idempotency_keys as keys
 from gateway.state.store import StateStore

@@ -17,7 +17,7 @@ import httpx
 
 import adapters
 from adapters.base import ProviderError, ProviderUnauthorized
-from gateway.config import Config, ConfigError
+from gateway.base.config import Config, ConfigError
 from gateway.federation.providers import Providers
 
 log = logging.getLogger("memfed.startup")

@@ -38,7 +38,7 @@ from adapters.base import (
     ProviderUnauthorized,
     ProviderUnavailable,
 )
-from gateway.config import Config, ConfigError, ProviderConfig
+from gateway.base.config import Config, ConfigError, ProviderConfig
 from gateway.federation.breaker import Breaker, CircuitOpen, Gate
 from gateway.federation.call_stats import CallStats
 from gateway.state.private_files import private_dir

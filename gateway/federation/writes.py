@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.base import FindsWrites, ProviderError, Record, RecordNotFound
-from gateway.ids import new_id
+from gateway.base.ids import new_id
 
 
 @dataclass(frozen=True)

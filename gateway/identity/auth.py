@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
 
-from gateway.errors import ApiError, invalid_credentials
+from gateway.base.errors import ApiError, invalid_credentials
 
 if TYPE_CHECKING:
     from gateway.identity.oidc import OidcVerifier

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.clock import now_ms
+from gateway.base.clock import now_ms
 from gateway.state import coherence
 from gateway.state import migration_schema as m
 from gateway.state import schema as t
@@ -75,7 +75,7 @@ class MigrationLog:
                                    .values(status="running", error="", recursive=recursive, finished_at=None))
                 migration_id = resumed.id
             else:
-                # gateway/ids.py has no kind for migrations; the prefix follows its pattern.
+                # gateway/base/ids.py has no kind for migrations; the prefix follows its pattern.
                 migration_id = "mig_" + secrets.token_hex(16)
                 await conn.execute(insert(m.migrations).values(
                     id=migration_id, memory_id=memory_id, target=target, recursive=recursive, status="running",

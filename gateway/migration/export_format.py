@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from adapters.base import FileRef, Follows, Part, Record, RecordTime, Reference, Writer, part_to_json, writer_to_json
 from adapters.writer_format import checked_writer
-from gateway import limits
-from gateway.clock import rfc3339_or_none
-from gateway.errors import ApiError
-from gateway.limits import Attributes, Instant
+from gateway.base import limits
+from gateway.base.clock import rfc3339_or_none
+from gateway.base.errors import ApiError
+from gateway.base.limits import Attributes, Instant
 
 MEDIA_TYPE = "application/x-ndjson"
 

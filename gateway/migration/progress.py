@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.clock import now, rfc3339
+from gateway.base.clock import now, rfc3339
 
 if TYPE_CHECKING:
     from gateway.services import Services

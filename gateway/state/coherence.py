@@ -26,8 +26,8 @@ from typing import Any, Literal
 from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.clock import now_ms
-from gateway.ids import new_id
+from gateway.base.clock import now_ms
+from gateway.base.ids import new_id
 from gateway.state import schema as t
 from gateway.state.directory import Directory
 from gateway.state.rows import grant_of_row, node_of_row

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from adapters.base import Part
-from gateway.clock import now_ms
-from gateway.errors import ApiError, file_not_found
-from gateway.ids import new_id
+from gateway.base.clock import now_ms
+from gateway.base.errors import ApiError, file_not_found
+from gateway.base.ids import new_id
 from gateway.state import file_uses
 from gateway.state import schema as t
 from gateway.state.file_uses import FileGone

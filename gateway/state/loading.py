@@ -1,7 +1,7 @@
 """Loading the tree from the state store in chunks that let the event loop run in between.
 
 At a million memories a load is seconds of work. Done in one go it would hold the loop, and the port
-(bound before the load: gateway/ops/serve.py) could not even answer its probes. Rows are streamed a
+(bound before the load: gateway/server/serve.py) could not even answer its probes. Rows are streamed a
 chunk at a time, and between chunks, between the sorting of sibling lists and between the steps of the
 check that the links form a tree, the loop serves what waits (probes, and 503s to the rest).
 

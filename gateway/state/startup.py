@@ -15,8 +15,8 @@ import secrets
 from sqlalchemy import func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.clock import now_ms
-from gateway.ids import new_id
+from gateway.base.clock import now_ms
+from gateway.base.ids import new_id
 from gateway.state import coherence
 from gateway.state import schema as t
 from gateway.state.directory import KEY_PREFIX, hash_key

@@ -15,8 +15,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from gateway.clock import now_ms
-from gateway.ids import new_id
+from gateway.base.clock import now_ms
+from gateway.base.ids import new_id
 from gateway.state import coherence, startup, tables, tree_writes
 from gateway.state import schema as t
 from gateway.state.consolidations import ConsolidationRuns

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import __version__
-from gateway.config import Config
+from gateway.base.config import Config
 from gateway.telemetry import metrics
 
 Backlog = Callable[[], Awaitable[tuple[int, int | None]]]

@@ -17,7 +17,7 @@ from typing import Protocol
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMeterProvider, Observation
 
 from gateway import __version__
-from gateway.clock import now_ms
+from gateway.base.clock import now_ms
 from gateway.telemetry import stall
 
 

@@ -67,7 +67,7 @@ async def test_factory_opens_the_adapter_from_its_provider_table(tmp_path: Path)
 
 async def test_the_example_configs_saas_table_opens_the_adapter(tmp_path: Path) -> None:
     """config.example.toml's `[providers.saas]`, uncommented, is a table the adapter accepts as it stands."""
-    from gateway.config import load
+    from gateway.base.config import load
 
     example = Path(__file__).resolve().parents[2] / "config.example.toml"
     enabled = re.sub(r"(?m)^# ?(\[|[a-z_]+ = )", r"\1", example.read_text())

@@ -58,7 +58,7 @@ async def test_the_example_configs_zep_table_opens_the_adapter(tmp_path: Path) -
     """Every option config.example.toml shows for [providers.zep] is one the factory takes."""
     import re
 
-    from gateway.config import load
+    from gateway.base.config import load
 
     example = Path(__file__).resolve().parents[2] / "config.example.toml"
     enabled = tmp_path / "all.toml"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.agent import outbox
-from gateway.app import open_services
+from gateway.server.app import open_services
 from gateway.services import Services
 from tests._postgres import fresh_schema
 from tests.adapters.fake_mem0 import FakeMem0

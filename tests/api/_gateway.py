@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from gateway.app import bootstrap_admin, create_app, open_services
-from gateway.config import Config, from_mapping
+from gateway.base.config import Config, from_mapping
+from gateway.server.app import bootstrap_admin, create_app, open_services
 from gateway.services import Services
 
 

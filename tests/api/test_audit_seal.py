@@ -14,8 +14,8 @@ from gateway.audit import AuditLog, DecisionEntry
 from gateway.audit.chain import chain_hash
 from gateway.audit.seal import Seal, SealKeyMissing
 from gateway.audit.store import entries_table, head_table, link
+from gateway.base.config import ConfigError, from_mapping
 from gateway.cli import main
-from gateway.config import ConfigError, from_mapping
 
 KEY = b"a-seal-key-of-32-bytes-for-tests"
 BASE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

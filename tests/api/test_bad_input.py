@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.app import endpoints
+from gateway.server.app import endpoints
 from tests.api._gateway import Gateway
 
 ENVELOPE = {"type", "code", "message", "param", "detail"}

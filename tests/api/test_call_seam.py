@@ -9,7 +9,7 @@ from starlette.requests import Request
 from gateway.api._endpoint import Call
 from gateway.api.members import get_me
 from gateway.api.models import CreateGroup, CreateMember
-from gateway.errors import ApiError
+from gateway.base.errors import ApiError
 from gateway.identity.auth import Principal
 from gateway.services import Services, ServicesSlot
 from tests.api._gateway import Gateway

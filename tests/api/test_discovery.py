@@ -64,7 +64,7 @@ async def test_openapi_describes_every_route_from_the_request_models(gateway: Ga
     """/openapi.json lists every route with its request schema, generated from the validating models."""
     doc = (await gateway.client(None).get("/openapi.json")).json()
     assert doc["openapi"].startswith("3.1")
-    from gateway.app import endpoints
+    from gateway.server.app import endpoints
 
     for endpoint in endpoints():
         assert endpoint.method.lower() in doc["paths"][endpoint.path], endpoint.path

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from joserfc import jwk
 
-from gateway.config import Config
+from gateway.base.config import Config
 from gateway.state import schema as t
 from tests._postgres import fresh_schema
 from tests.api._gateway import make_config, running_gateway

@@ -12,8 +12,8 @@ from starlette.applications import Starlette
 
 from gateway.api.health import DOCUMENTED, Readiness
 from gateway.api.openapi import build as build_openapi
-from gateway.app import begin_serving, bootstrap_admin, create_app, end_serving, endpoints, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import begin_serving, bootstrap_admin, create_app, end_serving, endpoints, open_services
 from tests.e2e._process import free_port
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import endpoints
-from gateway.limits import ATTRIBUTES_MAX_BYTES, ATTRIBUTES_MAX_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH
+from gateway.base.limits import ATTRIBUTES_MAX_BYTES, ATTRIBUTES_MAX_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH
+from gateway.server.app import endpoints
 from tests.api._gateway import Gateway, make_config, running_gateway
 
 CHUNK = 64 * 1024

@@ -249,8 +249,8 @@ def test_cli_migrate_shows_progress_and_switches(tmp_path: Path, capsys: pytest.
     binding switched in the state store; an unknown provider exits 1 and changes nothing."""
     import asyncio
 
-    from gateway.app import open_services
     from gateway.cli import main
+    from gateway.server.app import open_services
 
     config = make_config(tmp_path, providers={"archive": {"adapter": "local"}})
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from adapters.base import NewRecord, ProviderTimeout, Record, Unsupported
 from gateway.agent import outbox
-from gateway.app import create_app, open_services
+from gateway.server.app import create_app, open_services
 from gateway.services import Services
 from gateway.state import harness_schema as h
 from tests.adapters.fake_mem0 import FakeMem0

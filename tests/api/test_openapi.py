@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from gateway.api.openapi import build
-from gateway.app import endpoints
+from gateway.server.app import endpoints
 from tests.adapters.fake_plugin import plugin_options
 from tests.api._gateway import Gateway, make_config, running_gateway
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from adapters.base import NewRecord, Record
-from gateway import clock
 from gateway.agent import outbox
+from gateway.base import clock
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.api.test_observe import TURN, Wrapped, writable_root

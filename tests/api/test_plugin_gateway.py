@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import ConfigError
+from gateway.base.config import ConfigError
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.adapters.fake_plugin import plugin_options
 from tests.api._gateway import Gateway, make_config, running_gateway

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.app import create_app, open_services
-from gateway.config import Config
+from gateway.base.config import Config
+from gateway.server.app import create_app, open_services
 from tests._postgres import fresh_schema
 from tests.api._gateway import make_config, running_gateway
 from tests.api.migration_data import aliases, comparable, export_lines, held_by, migrate, seed
@@ -81,7 +81,7 @@ async def test_a_record_written_through_one_gateway_is_read_revised_and_recalled
 async def test_the_postgres_provider_needs_a_postgresql_url(tmp_path: Path) -> None:
     """Named without a url on a gateway whose state is SQLite, the provider is refused at start with one
     line naming it, not opened on the wrong database."""
-    from gateway.config import ConfigError
+    from gateway.base.config import ConfigError
 
     config = make_config(tmp_path, providers={"shared": {"adapter": "postgres"}})
     with pytest.raises(ConfigError, match=r"providers\.shared: .*postgresql"):
@@ -138,7 +138,7 @@ async def test_a_recall_at_the_root_ranks_branches_on_local_and_postgres_togethe
 def test_state_on_postgresql_with_the_sqlite_default_is_warned_about_once(caplog: pytest.LogCaptureFixture) -> None:
     """`[state]` on PostgreSQL and `[default] provider` still the SQLite file: one warning naming the
     provider and the way out; with a postgres default, or state on SQLite, none."""
-    from gateway.config import from_mapping
+    from gateway.base.config import from_mapping
     from gateway.federation.preflight import warn_unshared_default
 
     state = {"url": STATE_URL}
@@ -154,7 +154,7 @@ def test_state_on_postgresql_with_the_sqlite_default_is_warned_about_once(caplog
 def test_a_postgres_write_settles_when_its_call_ends() -> None:
     """Its write commits before the call returns, so a write whose outcome was unknown and is not found is
     not written: write_settle defaults to 0, as for local, not the vendors' 30 s."""
-    from gateway.config import from_mapping
+    from gateway.base.config import from_mapping
 
     config = from_mapping({"providers": {"shared": {"adapter": "postgres"}}})
     assert config.providers["shared"].settle_seconds() == 0.0

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.config import Config
+from gateway.base.config import Config
 from tests.adapters.fake_mem0 import PLATFORM_URL, FakeMem0
 from tests.api._gateway import Gateway, make_config, running_gateway
 
@@ -113,7 +113,7 @@ async def test_rank_fusion_stays_available_by_configuration(tmp_path: Path, monk
 
 def test_an_unknown_scoring_method_stops_the_configuration() -> None:
     """A typo in `[recall] scoring` is said at start, not silently turned into one of the two."""
-    from gateway.config import ConfigError, from_mapping
+    from gateway.base.config import ConfigError, from_mapping
 
     assert from_mapping({}).recall_scoring == "uniform"
     assert from_mapping({"recall": {"scoring": "rrf"}}).recall_scoring == "rrf"

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from gateway.api._endpoint import Endpoint
 from gateway.api.health import DOCUMENTED
-from gateway.app import endpoints
+from gateway.server.app import endpoints
 
 
 def _reads(endpoint: Endpoint) -> dict[str, list[type[BaseModel]]]:

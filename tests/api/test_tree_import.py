@@ -11,7 +11,7 @@ import orjson
 import pytest
 import sqlalchemy as sa
 
-from gateway.app import create_app, open_services
+from gateway.server.app import create_app, open_services
 from gateway.state import schema as t
 from policies.access import MAX_DEPTH
 from tests.api._gateway import Gateway, make_config, running_gateway

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from adapters.base import NewRecord, Record
-from gateway.app import create_app, open_services
+from gateway.server.app import create_app, open_services
 from tests._postgres import fresh_schema
 from tests.adapters.fake_mem0 import FakeMem0
 from tests.api._gateway import Gateway, make_config, running_gateway

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from gateway.app import bootstrap_admin, create_app, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import bootstrap_admin, create_app, open_services
 from tests.api.test_oidc import AUDIENCE, ISSUER, JwksServer, claims, jwks, rsa_key, sign
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.app import bootstrap_admin, create_app, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
 from gateway.console.sessions import COOKIE, Sessions
+from gateway.server.app import bootstrap_admin, create_app, open_services
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.app import endpoints
+from gateway.server.app import endpoints
 from tests.api._gateway import Gateway, make_config, running_gateway
 from tests.e2e._server import LoopbackServer
 

@@ -1,6 +1,6 @@
-"""Gateway error codes go through the `gateway.errors` factories (issue 11, item 6).
+"""Gateway error codes go through the `gateway.base.errors` factories (issue 11, item 6).
 
-Only gateway/errors.py builds an `ApiError`; every other module calls a named factory, so each code's
+Only gateway/base/errors.py builds an `ApiError`; every other module calls a named factory, so each code's
 status, message and param are written in one place and a client reads the same envelope wherever it is
 raised.
 """
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
-FACTORIES = GATEWAY / "errors.py"
+FACTORIES = GATEWAY / "base" / "errors.py"
 
 
 def _constructions(tree: ast.Module) -> list[int]:
@@ -32,7 +32,7 @@ def _constructions(tree: ast.Module) -> list[int]:
 
 
 def test_no_gateway_module_but_errors_constructs_api_error() -> None:
-    """Every gateway/**/*.py other than gateway/errors.py builds its errors through a factory."""
+    """Every gateway/**/*.py other than gateway/base/errors.py builds its errors through a factory."""
     offenders = {str(path.relative_to(GATEWAY)): lines for path in sorted(GATEWAY.rglob("*.py"))
                  if path != FACTORIES and (lines := _constructions(ast.parse(path.read_text(), str(path))))}
     assert offenders == {}
@@ -41,7 +41,7 @@ def test_no_gateway_module_but_errors_constructs_api_error() -> None:
 def test_the_check_sees_each_spelling_of_a_construction() -> None:
     """The checker itself: the bare name, an attribute and an import alias are caught; a factory is not."""
     caught = _constructions(ast.parse(
-        "from gateway.errors import ApiError as E\n"
+        "from gateway.base.errors import ApiError as E\n"
         "ApiError(404, 'x', 'y')\n"
         "errors.ApiError(404, 'x', 'y')\n"
         "E(400, 'x', 'y')\n"

@@ -11,8 +11,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from gateway.app import create_app, open_services
-from gateway.config import Config
+from gateway.base.config import Config
+from gateway.server.app import create_app, open_services
 from gateway.state.store import StateStore
 from tests._postgres import PG_URL, fresh_schema
 from tests.adapters.fake_mem0 import FakeMem0

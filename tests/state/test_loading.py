@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import create_engine
 
 from gateway.api.health import Readiness
-from gateway.app import begin_serving, create_app, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import begin_serving, create_app, open_services
 from gateway.state import loading
 from gateway.state import schema as t
 from gateway.state.engine import open_engine

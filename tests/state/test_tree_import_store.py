@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from gateway.clock import now_ms
+from gateway.base.clock import now_ms
 from gateway.state import coherence
 from gateway.state import schema as t
 from gateway.state.store import StateStore

@@ -14,8 +14,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from gateway.agent import outbox
-from gateway.app import bootstrap_admin, create_app, open_services
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
+from gateway.server.app import bootstrap_admin, create_app, open_services
 from gateway.telemetry import configure
 from gateway.telemetry.export import Telemetry
 from tests.adapters.fake_mem0 import FakeMem0

@@ -7,7 +7,7 @@ import asyncio
 import re
 import time
 
-from gateway.config import from_mapping
+from gateway.base.config import from_mapping
 from gateway.telemetry import stall
 from gateway.telemetry.export import Telemetry
 from gateway.telemetry.stall import STALL_SECONDS, StallWatch

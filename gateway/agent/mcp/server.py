@@ -38,9 +38,9 @@ from gateway.agent.mcp.api import Caller, LocalApi
 from gateway.agent.mcp.offer import offered_tools
 from gateway.agent.mcp.run import run_tool
 from gateway.agent.mcp.tools import ID_PATTERN, input_schema
-from gateway.errors import invalid, mcp_not_running
+from gateway.base.errors import invalid, mcp_not_running
+from gateway.base.ids import new_id
 from gateway.identity.auth import bearer_token, resolve_token, unauthenticated
-from gateway.ids import new_id
 
 if TYPE_CHECKING:
     from gateway.services import Services

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway import limits
-from gateway.errors import ApiError
+from gateway.base import limits
+from gateway.base.errors import ApiError
 
 
 def test_nesting_at_the_limit_is_read_and_one_more_level_is_refused() -> None:

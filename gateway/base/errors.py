@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from gateway.answers import JSONAnswer
+from gateway.base.answers import JSONAnswer
 
 _TYPES = {
     400: "invalid_request_error",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from gateway.base.config import ConfigError, from_mapping, load
 from gateway.cli import main
-from gateway.config import ConfigError, from_mapping, load
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "config.example.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 
 
 def test_the_example_config_loads_with_its_defaults() -> None:

@@ -1,4 +1,4 @@
-"""memfed's one clock (adapters.clock, gateway.clock its face): UTC text at a stated, fixed-width precision."""
+"""memfed's one clock (adapters.clock, gateway.base.clock its face): UTC text at a stated, fixed-width precision."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from adapters import clock
 from adapters.version_rows import ts
-from gateway import clock as gateway_clock
 from gateway.audit.query import stamp
+from gateway.base import clock as gateway_clock
 from gateway.migration.export_format import stamp as export_stamp
 
 AT = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)

@@ -10,7 +10,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from gateway.audit.seal import AuditLogRefused
-from gateway.config import Config, ConfigError
+from gateway.base.config import Config, ConfigError
 from gateway.state.tree import StateCorrupt
 
 _OURS = (ConfigError, AuditLogRefused, StateCorrupt)

@@ -33,9 +33,9 @@ from starlette.applications import Starlette
 import adapters
 from gateway.agent import outbox
 from gateway.api.health import Readiness
-from gateway.app import begin_serving, create_app, end_serving, open_services
-from gateway.config import Config
-from gateway.ops.failure import one_line
+from gateway.base.config import Config
+from gateway.server.app import begin_serving, create_app, end_serving, open_services
+from gateway.server.failure import one_line
 from gateway.services import Services
 from gateway.telemetry import stall
 from gateway.telemetry.export import Telemetry

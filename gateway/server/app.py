@@ -21,7 +21,6 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.agent import outbox
 from gateway.agent.mcp.server import attach as attach_mcp
-from gateway.answers import JSONAnswer
 from gateway.api import access as access_api
 from gateway.api import (
     agent,
@@ -52,9 +51,10 @@ from gateway.api.versions import VersionMiddleware
 from gateway.audit import AuditLog
 from gateway.audit.seal import Seal
 from gateway.audit.store import create_audit_tables_on
-from gateway.config import Config
+from gateway.base.answers import JSONAnswer
+from gateway.base.config import Config
+from gateway.base.errors import http_error, internal_error, method_not_allowed, route_not_found
 from gateway.console import Console
-from gateway.errors import http_error, internal_error, method_not_allowed, route_not_found
 from gateway.federation.fairness import MemberLimits
 from gateway.federation.idempotency import Idempotency
 from gateway.federation.preflight import preflight, warn_unshared_default

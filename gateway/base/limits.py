@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
-from gateway import errors
-from gateway.errors import ApiError
+from gateway.base import errors
+from gateway.base.errors import ApiError
 
 MAX_JSON_BYTES = 2 * 1024 * 1024
 MAX_JSON_DEPTH = 64

@@ -6,7 +6,7 @@ import json
 
 from starlette.responses import JSONResponse
 
-from gateway.answers import JSONAnswer
+from gateway.base.answers import JSONAnswer
 
 
 def test_the_bytes_match_starlettes_rendering() -> None:

@@ -1,10 +1,10 @@
-"""gateway.ids.IdPool: ids for bulk writes, shaped as new_id's and never repeated."""
+"""gateway.base.ids.IdPool: ids for bulk writes, shaped as new_id's and never repeated."""
 
 from __future__ import annotations
 
 import re
 
-from gateway.ids import IdPool, new_id
+from gateway.base.ids import IdPool, new_id
 
 
 def test_pooled_ids_look_like_minted_ones_and_do_not_repeat_across_refills() -> None:
