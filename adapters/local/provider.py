@@ -37,6 +37,7 @@ from adapters.base import (
 )
 from adapters.local import _embeddings as embeddings
 from adapters.local import _kept as kept
+from adapters.local import _models as models
 from adapters.local import _ranking as ranking
 from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
@@ -71,15 +72,21 @@ class LocalProvider(LocalConnections, LocalQueries, TypesAndConsolidation):
         path = options.get("path")
         provider = await cls.open(Path(path) if path else data_dir / "records.sqlite3")
         provider.semantic = str(options.get("semantic", "off")) == "on"
+        provider.semantic_model = str(options.get("semantic_model", "minilm"))
+        if provider.semantic_model not in models.MODELS:
+            await provider.close()
+            raise ValueError(f"semantic_model {provider.semantic_model!r}: known models are "
+                             + ", ".join(models.MODELS))
         return provider
 
     # `semantic = "on"` in the provider's table: meaning search, where memfed[semantic] is installed. Off by
     # default, because the first search after many writes waits for their vectors.
     semantic = False
+    semantic_model = "minilm"  # `semantic_model = "mpnet"`: the larger model (adapters/local/_models.py)
     _fill_lock: asyncio.Lock | None = None
 
     def meaning(self) -> embeddings.Meaning | None:
-        return embeddings.load() if self.semantic else None
+        return embeddings.load(self.semantic_model) if self.semantic else None
 
     def capabilities(self) -> Capabilities:
         return CAPABILITIES if self.meaning() is None else SEMANTIC_CAPABILITIES
@@ -310,9 +317,7 @@ class LocalProvider(LocalConnections, LocalQueries, TypesAndConsolidation):
         counts = kept.DROP if where == sql.IN_MEMORY else (*kept.change(where, -1), *kept.emptied(where))
         for statement in (*counts, *sql.purge_statements(where)):
             await db.execute(statement, params)
-        if self.meaning() is not None:  # an erased version's vector goes with its words
-            await db.execute(embeddings.CREATE)
-            await db.execute(embeddings.PURGE_ORPHANS)
+        await embeddings.purge_all(db)  # an erased version's vectors go with its words, whatever the model
 
     async def _nearest(
         self, meaning: embeddings.Meaning, memory_ids: Sequence[str], query: RecallQuery, at: str | None, depth: int
@@ -334,13 +339,13 @@ class LocalProvider(LocalConnections, LocalQueries, TypesAndConsolidation):
             self._fill_lock = asyncio.Lock()
         async with self._fill_lock:
             async with self._writing() as db:
-                await db.execute(embeddings.CREATE)
+                await db.execute(meaning.create)
             while True:
                 async with self._reading() as db:
                     missing = await meaning.fill(db, memory_ids, limit=embeddings.FILL_BATCH)
                 if not missing:
                     return
                 async with self._writing() as db:  # encoded outside the write lock; one short transaction
-                    await db.executemany("INSERT OR IGNORE INTO meanings (seq, vector) VALUES (?, ?)", missing)
+                    await db.executemany(meaning.insert, missing)
                 if len(missing) < embeddings.FILL_BATCH:
                     return
