@@ -4,8 +4,9 @@
 segment (O_APPEND): once that returns, the line survives a kill -9 of the gateway (not a power cut: nothing
 is fsynced on the request path). A task wakes every `flush_interval` s (sooner when `batch_size` lines wait),
 reads the journal from the committed position (gateway.audit.replay), chains the entries
-(gateway.audit.store) and inserts them with the new position in one transaction: a crash in between loses nothing (start() replays from the
-committed position) and duplicates nothing (the position commits with the rows).
+(gateway.audit.store) and inserts them with the new position in one transaction: a crash in between loses
+nothing (start() replays from the committed position) and duplicates nothing (the position commits with
+the rows).
 
 Under <data_dir>/audit-journal/ (0700, its files 0600): segments `000000000001.log`, ...; `lock` (one
 process per journal); `journal-id` (its row in audit_journals); `journal-key` (without a seal key) and
