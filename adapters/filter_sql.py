@@ -8,7 +8,7 @@ that (adapters/local/_sql.py for SQLite, adapters/postgres/_sql.py for PostgreSQ
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from adapters.base import Condition, ProviderRejected
@@ -51,6 +51,17 @@ def scope(as_of: str | None, include: str) -> str:
     else:
         clause = "v.written_at <= :as_of AND (v.invalidated_at IS NULL OR v.invalidated_at > :as_of)"
     return clause + (" AND v.forgets = 0" if include == "active" else "")
+
+
+def all_of(dialect: Dialect, filters: Sequence[Condition], as_of_given: bool, params: dict[str, Any]) -> str:
+    """Every filter, AND-ed, as SQL over alias `v`; each one's parameters (named `f0`, `f1`, ...) go into
+    `params`. What a recall's filters list keeps, on either SQL provider."""
+    clauses = []
+    for i, cond in enumerate(filters):
+        clause, cond_params = condition(dialect, cond, f"f{i}", as_of_given)
+        clauses.append(clause)
+        params.update(cond_params)
+    return " AND ".join(clauses)
 
 
 def condition(dialect: Dialect, cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:

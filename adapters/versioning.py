@@ -8,11 +8,12 @@ not by writing to it.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from adapters.base import Record, RecordTime, Revision, Unsupported, Writer, utc
+from adapters.base import Follows, NewRecord, Record, RecordTime, Revision, Unsupported, Writer, utc
 
 T = TypeVar("T")
 
@@ -34,6 +35,24 @@ def not_before(at: datetime, previous: datetime) -> datetime:
     """`at` as a UTC instant, clamped to `previous` when the clock stepped back."""
     at, previous = utc(at), utc(previous)
     return at if at >= previous else previous
+
+
+def first_version(memory_id: str, record: NewRecord, follows: Follows | None = None) -> Record:
+    """A new record as its first version, under a new id, exactly as stated (for the stores that make
+    their own record ids: the embedded providers on SQLite and PostgreSQL)."""
+    return Record(
+        id="hrec_" + secrets.token_hex(16),
+        memory_id=memory_id,
+        type=record.type,
+        content=record.content,
+        written_by=record.written_by,
+        time=RecordTime(record.written_at, record.valid_from, record.valid_to),
+        title=record.title,
+        attributes=record.attributes,
+        references=record.references,
+        follows=follows,
+        write_id=record.write_id,
+    )
 
 
 def revision_of(current: Record, memory_id: str, revision: Revision, at: datetime) -> Record:
@@ -61,9 +80,15 @@ def tombstone(current: Record, *, by: Writer, at: datetime, write_id: str | None
     """The forget of `current` as the version after it: forgotten, by `by`, open from `at` (not before the
     version it closes starts), keeping everything else of the record so history shows what was forgotten."""
     when = not_before(at, current.time.written_at)
-    return replace(current, version=current.version + 1, supersedes=current.version, status="forgotten",
-                   written_by=by, time=replace(current.time, written_at=when, invalidated_at=None),
-                   write_id=write_id)
+    return replace(
+        current,
+        version=current.version + 1,
+        supersedes=current.version,
+        status="forgotten",
+        written_by=by,
+        time=replace(current.time, written_at=when, invalidated_at=None),
+        write_id=write_id,
+    )
 
 
 def refuse_following(record: Record, verb: str) -> None:

@@ -29,9 +29,11 @@ from typing import Any
 
 from adapters.base import Part, RecallQuery, Record, RecordTime, Writer
 from adapters.local import LocalProvider
+from adapters.local import _kept as kept
 from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
 from adapters.local._schema import fts_mean_length, fts_rows
+from adapters.local._terms import terms_json
 
 WRITER = Writer("member", "mbr_bench", "agent")
 BIG, SMALL = "hmem_" + "b" * 32, "hmem_" + "5" * 32
@@ -72,6 +74,7 @@ def seed(path: Path) -> int:
     start = datetime(2026, 10, 1, tzinfo=UTC)
     db = sqlite3.connect(path, isolation_level=None)
     db.create_function("memfed_words", 1, sql.fts_words, deterministic=True)
+    db.create_function("memfed_terms", 2, terms_json, deterministic=True)
     db.execute("BEGIN")
     n = 0
     for memory, size in SIZES.items():
@@ -83,6 +86,8 @@ def seed(path: Path) -> int:
             cursor = db.execute(sql.INSERT, sql.columns(record))
             db.execute(sql.INSERT_WORDS, (cursor.lastrowid, *sql.searchable(record)))
             db.execute(sql.SET_WORDS, {"seq": cursor.lastrowid})
+            for statement in kept.change(kept.SEQ, 1):  # recall's per-memory counts, as the provider keeps them
+                db.execute(statement, {"seq": cursor.lastrowid})
             n += 1
     db.execute("COMMIT")
     db.close()

@@ -9,9 +9,8 @@ the CLI's client (`memfed import-tree`'s code, bars off). Printed per size: seco
 sent to the report, memories per second, the server's CPU time meanwhile (on a machine shared with other
 work the wall time mostly measures the share of the cores it got), the server's RSS after, and the
 longest answer to `GET /healthz` (the event loop's longest stall, as a client sees it, polled every
-100 ms) and to an authenticated read
-(which also waits while the imported nodes go into the in-memory tree, by design: nothing is decided
-from half an import).
+100 ms) and to an authenticated read (served between two chunks while the imported nodes go into the
+in-memory tree: gateway/state/tree_import.py).
 """
 
 from __future__ import annotations

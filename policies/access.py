@@ -10,7 +10,7 @@ first restricted node, whose ancestors' grants do not reach it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 # The vocabulary and the explained decisions live in their own modules; callers keep importing them
@@ -168,19 +168,92 @@ def sees(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
 
 def entry_candidates(tree: TreeView, principals: frozenset[str]) -> Iterator[str]:
     """The memories holding a grant of the caller's own that gives a privilege, each once: only those can
-    be entry points."""
+    be entry points.
+
+    A tree that keeps each principal's tops (`grant_tops`: the memories it holds a privileged grant on and
+    not on their parent, or that are roots or restricted, perhaps with a few that no longer are; None when
+    it does not know them now) is asked for those instead of every grant: an entry point is a top of one
+    of the caller's principals, since one holding the parent would let the caller see it."""
+    tops_of = getattr(tree, "grant_tops", None)
     seen: set[str] = set()
     for principal in sorted(principals):
-        for grant in tuple(tree.grants_to(principal)):  # a copy: a caller may pause between candidates
-            if grant.privileges and grant.memory_id not in seen and tree.exists(grant.memory_id):
-                seen.add(grant.memory_id)
-                yield grant.memory_id
+        tops = tops_of(principal) if tops_of is not None else None
+        if tops is None:
+            # a copy: a caller may pause between candidates
+            memories: Iterable[str] = (g.memory_id for g in tuple(tree.grants_to(principal)) if g.privileges)
+        else:
+            memories = (m for m in tuple(tops) if _holds(tree, principal, m))
+        for memory_id in memories:
+            if memory_id not in seen and tree.exists(memory_id):
+                seen.add(memory_id)
+                yield memory_id
+
+
+def _holds(tree: TreeView, principal: str, memory_id: str) -> bool:
+    return any(g.principal == principal and g.privileges for g in tree.grants_on(memory_id))
 
 
 def is_entry_point(tree: TreeView, principals: frozenset[str], memory_id: str) -> bool:
     """A candidate whose parent the caller cannot see (or a root)."""
     parent = tree.parent_of(memory_id)
     return parent is None or not sees(tree, principals, parent)
+
+
+class Sight:
+    """`sees`, `is_entry_point` and a memory's depth, asked of many memories of one tree for one caller:
+    each memory on a way up is looked at once and its answer kept for those below it (10,000 entry-point
+    candidates share a few hundred branches above them). The answers are as of when each was first found:
+    for use while the tree does not change."""
+
+    def __init__(self, tree: TreeView, principals: frozenset[str]) -> None:
+        self.tree, self.principals = tree, principals
+        self._sees: dict[str, bool] = {}
+        self._depth: dict[str, int] = {}
+
+    def sees(self, memory_id: str) -> bool:
+        known = self._sees.get(memory_id)
+        if known is not None:
+            return known
+        tree, principals, memo = self.tree, self.principals, self._sees
+        path: list[str] = []
+        node: str | None = memory_id
+        found = False
+        while node is not None:
+            known = memo.get(node)
+            if known is not None:
+                found = known
+                break
+            path.append(node)
+            if any(g.principal in principals and g.privileges for g in tree.grants_on(node)):
+                found = True
+                break
+            if tree.is_restricted(node):
+                break
+            node = tree.parent_of(node)
+            if len(path) > MAX_DEPTH and node is not None:
+                raise BrokenTree(memory_id)
+        for below in path:  # none of them holds a grant or cuts off above the one that decided
+            memo[below] = found
+        return found
+
+    def is_entry_point(self, memory_id: str) -> bool:
+        parent = self.tree.parent_of(memory_id)
+        return parent is None or not self.sees(parent)
+
+    def depth(self, memory_id: str) -> int:
+        memo, parent_of = self._depth, self.tree.parent_of
+        path: list[str] = []
+        node: str | None = memory_id
+        while node is not None and node not in memo:
+            if len(path) > MAX_DEPTH:
+                raise BrokenTree(memory_id)
+            path.append(node)
+            node = parent_of(node)
+        depth = -1 if node is None else memo[node]
+        for above in reversed(path):
+            depth += 1
+            memo[above] = depth
+        return memo[memory_id]
 
 
 def entry_points(tree: TreeView, principals: frozenset[str]) -> list[str]:

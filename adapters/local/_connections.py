@@ -20,6 +20,7 @@ from typing import Self
 import aiosqlite
 
 from adapters.base import ProviderUnavailable
+from adapters.local import _kept as kept
 from adapters.local._schema import (
     FILL_WORDS,
     OLD_LIVE_INDEX,
@@ -34,6 +35,7 @@ from adapters.local._schema import (
     fts_words,
 )
 from adapters.local._sql import CHECKPOINT, idf
+from adapters.local._terms import terms_json
 
 READERS = 2  # read connections beside the writer; the machines memfed targets have a few cores
 
@@ -78,9 +80,12 @@ class LocalConnections:
             # Erase promises the content cannot be read again: zero freed cells and pages instead of
             # leaving them in the file for anyone with the bytes.
             await db.execute("PRAGMA secure_delete = ON")
+            made = (await (await db.execute("PRAGMA user_version")).fetchone() or (0,))[0]
             await db.executescript(SCHEMA)
             await _add_write_ids(db)
             await _add_words(db)
+            if made < 4:
+                await _count_terms(db)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             await db.close()
@@ -189,12 +194,14 @@ def _private_file(path: Path) -> None:
 
 async def _functions(db: aiosqlite.Connection) -> None:
     """The SQL functions the provider's statements call: a version's length off the word index, a word's
-    weight in a memory (SQLite's own math functions are a compile-time option), and the word index's own
-    size and mean length, which recall needs to read a word's count back out of FTS5's bm25."""
+    weight in a memory (SQLite's own math functions are a compile-time option), the word index's own
+    size and mean length, which recall needs to read a word's count back out of FTS5's bm25, and a
+    version's distinct terms, which the counts kept on write add up."""
     await db.create_function("memfed_words", 1, fts_words, deterministic=True)
     await db.create_function("memfed_idf", 2, idf, deterministic=True)
     await db.create_function("memfed_fts_rows", 1, fts_rows, deterministic=True)
     await db.create_function("memfed_fts_avgdl", 1, fts_mean_length, deterministic=True)
+    await db.create_function("memfed_terms", 2, terms_json, deterministic=True)
 
 
 async def _add_words(db: aiosqlite.Connection) -> None:
@@ -212,6 +219,19 @@ async def _add_words(db: aiosqlite.Connection) -> None:
             raise
     await db.execute(WORDS_INDEX)
     await db.execute(OLD_LIVE_INDEX)
+
+
+async def _count_terms(db: aiosqlite.Connection) -> None:
+    """A file from before recall's kept counts (schema version 4), or a new one, gets them counted from its
+    versions in one transaction (adapters/local/_kept.py); from then on every write keeps them."""
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in kept.REFILL:
+            await db.execute(statement)
+        await db.execute("COMMIT")
+    except BaseException:
+        await asyncio.shield(db.rollback())  # the connection is closed next: nothing else is queued
+        raise
 
 
 async def _add_write_ids(db: aiosqlite.Connection) -> None:

@@ -14,6 +14,10 @@ which needs each version's length beside its memory. `superseded` is never store
 read off `invalidated_at`, so that a read `as_of` an earlier instant can show a version as it stood
 then (active, not yet closed) from the same row. `versions_fts` holds the words of every version,
 keyed by the version's `seq`, so that a recall `as_of` searches what was current at that instant.
+
+`memory_sizes` and `memory_terms` (schema version 4) are recall's per-memory counts, kept on every write
+(adapters/local/_kept.py): over the current versions of a memory, by type and by forgotten or not, how many
+there are and their total length, and how many hold each term. A file from before gains them filled.
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ from adapters.version_rows import ts as ts
 from adapters.version_rows import ts_or_none as ts_or_none
 from adapters.version_rows import utc as utc
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-SCHEMA = """
+# How the word index cuts text into terms; adapters/local/_terms.py tokenizes with the same configuration.
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS versions (
     seq            INTEGER PRIMARY KEY,
     memory_id      TEXT NOT NULL,
@@ -60,8 +67,24 @@ CREATE TABLE IF NOT EXISTS versions (
 CREATE INDEX IF NOT EXISTS versions_listing
     ON versions (memory_id, invalidated_at, written_at, record_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS versions_fts USING fts5(
-    title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+    title, body, tokenize = '{TOKENIZE}'
 );
+CREATE TABLE IF NOT EXISTS memory_sizes (
+    memory_id TEXT NOT NULL,
+    type      TEXT NOT NULL,
+    forgets   INTEGER NOT NULL,
+    records   INTEGER NOT NULL,
+    words     INTEGER NOT NULL,
+    PRIMARY KEY (memory_id, type, forgets)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memory_terms (
+    memory_id TEXT NOT NULL,
+    term      TEXT NOT NULL,
+    type      TEXT NOT NULL,
+    forgets   INTEGER NOT NULL,
+    records   INTEGER NOT NULL,
+    PRIMARY KEY (memory_id, term, type, forgets)
+) WITHOUT ROWID;
 """
 
 

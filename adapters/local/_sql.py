@@ -15,8 +15,7 @@ import re
 from typing import Any
 
 import adapters.base as base
-from adapters import filter_sql
-from adapters.base import Condition, ProviderRejected
+from adapters.base import ProviderRejected
 from adapters.filter_sql import scope as scope
 
 # The names imported as themselves are re-exported: the adapter's modules import this one as `sql` and
@@ -44,12 +43,9 @@ INSERT = f"INSERT INTO versions ({', '.join(_NAMES)}) VALUES ({', '.join(':' + n
 INSERT_WORDS = "INSERT INTO versions_fts (rowid, title, body) VALUES (?, ?, ?)"
 CLOSE = "UPDATE versions SET invalidated_at = :at WHERE record_id = :record AND version = :version"
 CURRENT = (
-    "SELECT v.* FROM versions v"
-    " WHERE v.memory_id = :memory AND v.record_id = :record AND v.invalidated_at IS NULL"
+    "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.record_id = :record AND v.invalidated_at IS NULL"
 )
-HISTORY = (
-    "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.record_id = :record ORDER BY v.version"
-)
+HISTORY = "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.record_id = :record ORDER BY v.version"
 WRITTEN_BY_WRITE = "SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.write_id = :write"
 ERASABLE = "memory_id = :memory AND record_id IN (SELECT value FROM json_each(:ids))"
 FIND = f"SELECT DISTINCT record_id FROM versions WHERE {ERASABLE}"
@@ -138,12 +134,7 @@ class _SQLite:
         return f"{_range_guard(column, kind, value)}{column} {symbol} :{name}"
 
 
-_DIALECT = _SQLite()
-
-
-def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
-    """One filter as SQL over alias `v`, with its parameters named after `name`."""
-    return filter_sql.condition(_DIALECT, cond, name, as_of_given)
+DIALECT = _SQLite()
 
 
 def _range_guard(column: str, kind: str, value: Any) -> str:
@@ -171,10 +162,7 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 
 
 def get_statement(as_of: str | None) -> str:
-    return (
-        "SELECT v.* FROM versions v"
-        f" WHERE v.memory_id = :memory AND v.record_id = :record AND {scope(as_of, 'all')}"
-    )
+    return f"SELECT v.* FROM versions v WHERE v.memory_id = :memory AND v.record_id = :record AND {scope(as_of, 'all')}"
 
 
 def list_statement(as_of: str | None, include: str, *, types: bool, after: bool) -> str:

@@ -10,7 +10,6 @@ gateway's file store.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -32,17 +31,16 @@ from adapters.base import (
     RecallQuery,
     Record,
     RecordNotFound,
-    RecordTime,
     Revision,
     Signal,
     Writer,
 )
-from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 from adapters.local import _embeddings as embeddings
+from adapters.local import _kept as kept
+from adapters.local import _models as models
 from adapters.local import _ranking as ranking
 from adapters.local import _recall_sql as recall_sql
 from adapters.local import _sql as sql
-from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local._connections import LocalConnections
 from adapters.local._schema import to_json
@@ -50,13 +48,13 @@ from adapters.local._schema import to_json
 # Re-exported: callers have always read the capability document from here.
 from adapters.local.capabilities import CAPABILITIES as CAPABILITIES
 from adapters.local.capabilities import SEMANTIC_CAPABILITIES
+from adapters.local.extensions import TypesAndConsolidation
 from adapters.local.queries import LocalQueries
 from adapters.media import refuse_unkept_media as _refuse_unkept_media
-from adapters.operations import OperationResult, TypeInfo
-from adapters.versioning import not_before, refuse_following, revision_of, tombstone
+from adapters.versioning import first_version, not_before, refuse_following, revision_of, tombstone
 
 
-class LocalProvider(LocalConnections, LocalQueries):
+class LocalProvider(LocalConnections, LocalQueries, TypesAndConsolidation):
     """A `Provider` on one SQLite file. Open it with `open` or `from_config`, never the constructor.
     The connections it reads and writes through are `LocalConnections`' (adapters/local/_connections.py)."""
 
@@ -74,15 +72,21 @@ class LocalProvider(LocalConnections, LocalQueries):
         path = options.get("path")
         provider = await cls.open(Path(path) if path else data_dir / "records.sqlite3")
         provider.semantic = str(options.get("semantic", "off")) == "on"
+        provider.semantic_model = str(options.get("semantic_model", "minilm"))
+        if provider.semantic_model not in models.MODELS:
+            await provider.close()
+            raise ValueError(f"semantic_model {provider.semantic_model!r}: known models are "
+                             + ", ".join(models.MODELS))
         return provider
 
     # `semantic = "on"` in the provider's table: meaning search, where memfed[semantic] is installed. Off by
     # default, because the first search after many writes waits for their vectors.
     semantic = False
+    semantic_model = "minilm"  # `semantic_model = "mpnet"`: the larger model (adapters/local/_models.py)
     _fill_lock: asyncio.Lock | None = None
 
     def meaning(self) -> embeddings.Meaning | None:
-        return embeddings.load() if self.semantic else None
+        return embeddings.load(self.semantic_model) if self.semantic else None
 
     def capabilities(self) -> Capabilities:
         return CAPABILITIES if self.meaning() is None else SEMANTIC_CAPABILITIES
@@ -94,19 +98,7 @@ class LocalProvider(LocalConnections, LocalQueries):
         (§5.4); the contract's `NewRecord` has no such field, so it comes as a keyword of this adapter."""
         _refuse_unkept_media(record.content, self.capabilities().media)
         local_types.check(record.type, record.attributes)
-        first = Record(
-            id="hrec_" + secrets.token_hex(16),
-            memory_id=memory_id,
-            type=record.type,
-            content=record.content,
-            written_by=record.written_by,
-            time=RecordTime(record.written_at, record.valid_from, record.valid_to),
-            title=record.title,
-            attributes=record.attributes,
-            references=record.references,
-            follows=follows,
-            write_id=record.write_id,
-        )
+        first = first_version(memory_id, record, follows)
         async with self._writing() as db:
             # A write sent again (its first answer was lost) is the record it made the first time.
             done = await self._written_by(db, memory_id, record.write_id)
@@ -261,40 +253,26 @@ class LocalProvider(LocalConnections, LocalQueries):
         matched_words = any(not textual.isdisjoint(by_signal) for by_signal in places.values())
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
 
-    async def _ranked_rows(self, memory_ids: Sequence[str], signals: Sequence[Signal], query: RecallQuery,
-                           at: str | None, depth: int) -> Sequence[Any]:
+    async def _ranked_rows(
+        self, memory_ids: Sequence[str], signals: Sequence[Signal], query: RecallQuery, at: str | None, depth: int
+    ) -> Sequence[Any]:
         """Each signal's ranked list over every memory asked, from one statement: version rows with their
         signal and place. None asked, or nothing any signal could match (no words), is no rows."""
         statement = recall_sql.recall_statement(
-            memory_ids, signals, query=query.query, text=query.text, filters=query.filters,
-            types=query.types, as_of=at, include=query.include, depth=depth,
+            memory_ids,
+            signals,
+            query=query.query,
+            text=query.text,
+            filters=query.filters,
+            types=query.types,
+            as_of=at,
+            include=query.include,
+            depth=depth,
         )
         if statement is None or not memory_ids:
             return []
         async with self._reading() as db:
             return list(await db.execute_fetchall(*statement))
-
-    # ----------------------------------------------------------------------- types (§8), consolidation (§9.2)
-    # Both work through the public methods above; adapters/local/task_type.py and local_consolidation.py say how.
-
-    def types(self) -> Sequence[TypeInfo]:
-        return local_types.TYPES
-
-    async def operate(self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer,
-                      at: datetime) -> OperationResult:
-        return await local_types.operate(self, memory_id, record_id, name, input, by, at)
-
-    def consolidation_unit(self) -> str:
-        return local_consolidation.UNIT
-
-    async def consolidate(self, memory_id: str, run_id: str, *, budget: int | None, resume_after: datetime | None,
-                          by: Writer, at: datetime, on_change: ChangeSink | None = None) -> RunOutcome:
-        return await local_consolidation.consolidate(self, memory_id, budget=budget, resume_after=resume_after,
-                                                     by=by, at=at, on_change=on_change)
-
-    async def revert(self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer,
-                     at: datetime) -> Reversal:
-        return await local_consolidation.revert(self, memory_id, changes, by=by, at=at)
 
     # ----------------------------------------------------------------------- helpers: the version chain
 
@@ -304,8 +282,9 @@ class LocalProvider(LocalConnections, LocalQueries):
             raise RecordNotFound(record_id)
         return sql.record(rows[0])
 
-    async def _written_by(self, db: aiosqlite.Connection, memory_id: str, write_id: str | None,
-                          record_id: str | None = None) -> Record | None:
+    async def _written_by(
+        self, db: aiosqlite.Connection, memory_id: str, write_id: str | None, record_id: str | None = None
+    ) -> Record | None:
         """The version the write `write_id` made in this memory, if any. The same write id on another
         record of the memory is a caller's mistake (one write changes one record), refused."""
         if write_id is None:
@@ -323,27 +302,33 @@ class LocalProvider(LocalConnections, LocalQueries):
         title, body = local_types.searchable(version)  # a registered type's projection is found by recall
         await db.execute(sql.INSERT_WORDS, (cursor.lastrowid, title, body))
         await db.execute(sql.SET_WORDS, {"seq": cursor.lastrowid})
+        for statement in kept.change(kept.SEQ, 1):
+            await db.execute(statement, {"seq": cursor.lastrowid})
         # Read back through the same decoding as every read, so the caller gets exactly what `get` gives.
         return sql.record(row)
 
     async def _close_version(self, db: aiosqlite.Connection, current: Record, at: datetime) -> None:
-        await db.execute(sql.CLOSE, {"at": sql.ts(at), "record": current.id, "version": current.version})
+        closing = {"record": current.id, "version": current.version}
+        for statement in kept.change(kept.CLOSING, -1):  # while it is still current
+            await db.execute(statement, closing)
+        await db.execute(sql.CLOSE, {"at": sql.ts(at), **closing})
 
     async def _purge(self, db: aiosqlite.Connection, where: str, params: Mapping[str, Any]) -> None:
-        for statement in sql.purge_statements(where):
+        counts = kept.DROP if where == sql.IN_MEMORY else (*kept.change(where, -1), *kept.emptied(where))
+        for statement in (*counts, *sql.purge_statements(where)):
             await db.execute(statement, params)
-        if self.meaning() is not None:  # an erased version's vector goes with its words
-            await db.execute(embeddings.CREATE)
-            await db.execute(embeddings.PURGE_ORPHANS)
+        await embeddings.purge_all(db)  # an erased version's vectors go with its words, whatever the model
 
-    async def _nearest(self, meaning: embeddings.Meaning, memory_ids: Sequence[str], query: RecallQuery,
-                       at: str | None, depth: int) -> Sequence[Any]:
+    async def _nearest(
+        self, meaning: embeddings.Meaning, memory_ids: Sequence[str], query: RecallQuery, at: str | None, depth: int
+    ) -> Sequence[Any]:
         """Embed what these memories hold that has no vector yet, then rank. The embedding runs shielded:
         a recall that times out on a large backlog leaves the vectors made so far stored for the next."""
         await asyncio.shield(self._fill(meaning, memory_ids))
         async with self._reading() as db:
-            return await meaning.rank(db, memory_ids, query.query or "", as_of=at, include=query.include,
-                                      types=query.types, depth=depth)
+            return await meaning.rank(
+                db, memory_ids, query.query or "", as_of=at, include=query.include, types=query.types, depth=depth
+            )
 
     async def _fill(self, meaning: embeddings.Meaning, memory_ids: Sequence[str]) -> None:
         # One fill at a time per provider, in batches stored as they are made. A recall cut off by its
@@ -354,14 +339,13 @@ class LocalProvider(LocalConnections, LocalQueries):
             self._fill_lock = asyncio.Lock()
         async with self._fill_lock:
             async with self._writing() as db:
-                await db.execute(embeddings.CREATE)
+                await db.execute(meaning.create)
             while True:
                 async with self._reading() as db:
                     missing = await meaning.fill(db, memory_ids, limit=embeddings.FILL_BATCH)
                 if not missing:
                     return
                 async with self._writing() as db:  # encoded outside the write lock; one short transaction
-                    await db.executemany("INSERT OR IGNORE INTO meanings (seq, vector) VALUES (?, ?)", missing)
+                    await db.executemany(meaning.insert, missing)
                 if len(missing) < embeddings.FILL_BATCH:
                     return
-

@@ -48,8 +48,10 @@ class _PostgreSQL:
         if not key:
             raise ProviderRejected(f"cannot filter on {field!r}")
         # JSON null reads as absent, as SQLite's json_extract reads it.
-        return (f"NULLIF(CAST(v.attributes AS jsonb) -> CAST(:{name}_key AS text), 'null'::jsonb)",
-                {f"{name}_key": key})
+        return (
+            f"NULLIF(CAST(v.attributes AS jsonb) -> CAST(:{name}_key AS text), 'null'::jsonb)",
+            {f"{name}_key": key},
+        )
 
     def bound(self, value: Any, kind: str) -> Any:
         return to_json(value, "filter value") if kind == "json" else value
@@ -74,8 +76,10 @@ class _PostgreSQL:
             return f"(jsonb_typeof({column}) = 'number' AND {column} {symbol} {_operand_sql(kind, name)})"
         # jsonb compares strings in the database's collation; byte order is what SQLite compares by.
         params[name] = value
-        return (f"(jsonb_typeof({column}) = 'string' AND ({column} #>> '{{}}') COLLATE \"C\" {symbol}"
-                f" CAST(:{name} AS text))")
+        return (
+            f"(jsonb_typeof({column}) = 'string' AND ({column} #>> '{{}}') COLLATE \"C\" {symbol}"
+            f" CAST(:{name} AS text))"
+        )
 
 
 def _operand_sql(kind: str, name: str) -> str:
@@ -83,11 +87,6 @@ def _operand_sql(kind: str, name: str) -> str:
 
 
 _DIALECT = _PostgreSQL()
-
-
-def condition(cond: Condition, name: str, as_of_given: bool) -> tuple[str, dict[str, Any]]:
-    """One filter as SQL over alias `v`, with its parameters named after `name`."""
-    return filter_sql.condition(_DIALECT, cond, name, as_of_given)
 
 
 class Statements:
@@ -134,8 +133,7 @@ class Statements:
         if after:
             where += " AND (v.written_at < :after_at OR (v.written_at = :after_at AND v.record_id < :after_id))"
         return (
-            f"SELECT {_SELECT} FROM {self.table} v WHERE {where}"
-            " ORDER BY v.written_at DESC, v.record_id DESC LIMIT :n"
+            f"SELECT {_SELECT} FROM {self.table} v WHERE {where} ORDER BY v.written_at DESC, v.record_id DESC LIMIT :n"
         )
 
     def recall(
@@ -179,15 +177,11 @@ class Statements:
             lists.append(f"sig_{signal}")
 
         if "filters" in signals and filters:
-            clauses = []
-            for i, cond in enumerate(filters):
-                clause, cond_params = condition(cond, f"f{i}", as_of is not None)
-                clauses.append(clause)
-                params.update(cond_params)
+            every_filter = filter_sql.all_of(_DIALECT, filters, as_of is not None, params)
             ctes.append(
                 "sig_filters AS (SELECT v.seq, 'filters' AS signal,"
                 " row_number() OVER (ORDER BY v.written_at DESC, v.record_id DESC) AS place"
-                f" FROM {self.table} v JOIN cand c ON c.seq = v.seq WHERE {' AND '.join(clauses)}"
+                f" FROM {self.table} v JOIN cand c ON c.seq = v.seq WHERE {every_filter}"
                 " ORDER BY place LIMIT :depth)"
             )
             lists.append("sig_filters")

@@ -11,7 +11,6 @@ queries run in its sealed SQLite container, filled from PostgreSQL (adapters/pos
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -35,32 +34,29 @@ from adapters.base import (
     RecallQuery,
     Record,
     RecordNotFound,
-    RecordTime,
     Revision,
     Writer,
     decode_cursor,
     encode_cursor,
 )
-from adapters.consolidation import Change, ChangeSink, Reversal, RunOutcome
 
 # The SQLite provider's ranking, row for row: both stores return the same version rows.
 from adapters.local import _ranking as ranking
-from adapters.local import consolidation as local_consolidation
 from adapters.local import task_type as local_types
 from adapters.local.capabilities import CAPABILITIES as LOCAL_CAPABILITIES
+from adapters.local.extensions import TypesAndConsolidation
 from adapters.media import refuse_unkept_media
-from adapters.operations import OperationResult, TypeInfo
 from adapters.postgres._connections import PostgresConnections, execute, rows
 from adapters.postgres._schema import DEFAULT_SCHEMA, DEFAULT_TEXT_CONFIG, identifier
 from adapters.postgres._sql import Statements, words_only
 from adapters.postgres.queries import PostgresQueries
-from adapters.versioning import not_before, refuse_following, revision_of, tombstone
+from adapters.versioning import first_version, not_before, refuse_following, revision_of, tombstone
 
 # The local provider's claims, every one: queries run in the same sealed SQLite container (queries.py).
 CAPABILITIES = LOCAL_CAPABILITIES
 
 
-class PostgresProvider(PostgresConnections, PostgresQueries):
+class PostgresProvider(PostgresConnections, PostgresQueries, TypesAndConsolidation):
     """A `Provider` on a PostgreSQL schema. Open it with `open` (an engine you own) or `from_config`."""
 
     def __init__(self, engine: AsyncEngine, schema: str, text_config: str, *, owns_engine: bool) -> None:
@@ -126,19 +122,7 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
     async def remember(self, memory_id: str, record: NewRecord, *, follows: Follows | None = None) -> Record:
         refuse_unkept_media(record.content, self.capabilities().media)
         local_types.check(record.type, record.attributes)
-        first = Record(
-            id="hrec_" + secrets.token_hex(16),
-            memory_id=memory_id,
-            type=record.type,
-            content=record.content,
-            written_by=record.written_by,
-            time=RecordTime(record.written_at, record.valid_from, record.valid_to),
-            title=record.title,
-            attributes=record.attributes,
-            references=record.references,
-            follows=follows,
-            write_id=record.write_id,
-        )
+        first = first_version(memory_id, record, follows)
         async with self._writing(memory_id) as db:
             # A write sent again (its first answer was lost, or it went to another instance) is the record
             # it made the first time: the memory's lock makes this check and the insert one step.
@@ -291,28 +275,6 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
         matched_words = any(s in textual for by_signal in places.values() for s in by_signal)
         return RecallAnswer(hits=hits, abstain=bool(textual) and not matched_words, degraded=degraded)
 
-    # ----------------------------------------------------------------------- types (§8), consolidation (§9.2)
-    # The local provider's: both work through the public methods above.
-
-    def types(self) -> Sequence[TypeInfo]:
-        return local_types.TYPES
-
-    async def operate(self, memory_id: str, record_id: str, name: str, input: Mapping[str, Any], by: Writer,
-                      at: datetime) -> OperationResult:
-        return await local_types.operate(self, memory_id, record_id, name, input, by, at)
-
-    def consolidation_unit(self) -> str:
-        return local_consolidation.UNIT
-
-    async def consolidate(self, memory_id: str, run_id: str, *, budget: int | None, resume_after: datetime | None,
-                          by: Writer, at: datetime, on_change: ChangeSink | None = None) -> RunOutcome:
-        return await local_consolidation.consolidate(self, memory_id, budget=budget, resume_after=resume_after,
-                                                     by=by, at=at, on_change=on_change)
-
-    async def revert(self, memory_id: str, run_id: str, changes: Sequence[Change], *, by: Writer,
-                     at: datetime) -> Reversal:
-        return await local_consolidation.revert(self, memory_id, changes, by=by, at=at)
-
     # ----------------------------------------------------------------------- helpers: the version chain
 
     async def _current(self, db: AsyncConnection, memory_id: str, record_id: str) -> Record:
@@ -321,8 +283,9 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
             raise RecordNotFound(record_id)
         return rows_codec.record(found[0])
 
-    async def _written_by(self, db: AsyncConnection, memory_id: str, write_id: str | None,
-                          record_id: str | None = None) -> Record | None:
+    async def _written_by(
+        self, db: AsyncConnection, memory_id: str, write_id: str | None, record_id: str | None = None
+    ) -> Record | None:
         """The version the write `write_id` made in this memory; the same write id on another record of
         the memory is the caller's mistake (one write changes one record), refused."""
         if write_id is None:
@@ -344,4 +307,3 @@ class PostgresProvider(PostgresConnections, PostgresQueries):
     async def _close_version(self, db: AsyncConnection, current: Record, at: datetime) -> None:
         params = {"at": rows_codec.ts(at), "record": current.id, "version": current.version}
         await execute(db, self._sql.close, params)
-

@@ -6,7 +6,7 @@ import asyncio
 import re
 import time
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from adapters import degraded as entries
 from adapters.base import Condition, RecallQuery
@@ -14,12 +14,12 @@ from gateway.api._calls import record_counts
 from gateway.api._endpoint import Call, Endpoint
 from gateway.api.guard import require
 from gateway.api.models import Recall
-from gateway.api.render import reader, recall_json, recall_result_json
+from gateway.api.render import children_counts, reader, recall_rendered, recall_result_json
 from gateway.api.responses import RecallOut
+from gateway.base.answers import RenderedAnswer
 from gateway.base.errors import invalid
 from gateway.federation import fanout as federation
 from gateway.federation.plans import KeptPlan
-from policies import access
 
 T = TypeVar("T")
 
@@ -65,7 +65,7 @@ async def _timed(call: Call, name: str, work: Awaitable[T]) -> T:
         call.timings[name] = (time.perf_counter() - started) * 1000
 
 
-async def recall(call: Call) -> dict[str, Any]:
+async def recall(call: Call) -> RenderedAnswer:
     body = call.body_as(Recall)
     services = call.services
     tree = services.store.tree
@@ -78,17 +78,13 @@ async def recall(call: Call) -> dict[str, Any]:
     searching = asyncio.create_task(
         _timed(call, "providers", federation.recall(services.providers, by_provider, recall_query(call, body),
                                                      services.config.recall_scoring, deadline=deadline)))
-    # Two turns of the loop: the search starts its provider tasks, and they send their calls, before the
-    # work on the children below (a thousand of them on a flat tree) takes the loop.
-    for _ in range(2):
-        await asyncio.sleep(0)
-    around = access.readable_neighbours(tree, principals, node.id)
-    parent_node = tree.get(around.parent) if around.parent is not None else None
-    child_nodes = [c for c in (tree.get(m) for m in around.children) if c is not None]
+    # The work on the children below (a thousand of them on a flat tree) waits until the search's calls
+    # are on their way: done before, it held them back.
+    await federation.sent()
+    places = kept.places()
     # The places to go next: counts known are shown, the others are asked after the answer has left, so
     # the answer never waits for counting.
-    counting = asyncio.create_task(
-        record_counts(services, [n for n in [parent_node, *child_nodes] if n is not None], call, wait=False))
+    counting = asyncio.create_task(record_counts(services, places.nodes, call, wait=False))
     try:
         # Decided before the providers were asked (the plan), logged while they answer; the request's
         # decisions reach the journal before the answer goes out, so a crash cannot leave it unaudited.
@@ -103,12 +99,12 @@ async def recall(call: Call) -> dict[str, Any]:
     shown = reader(call, "recall.reference")
     results = [recall_result_json(fed.hit.record, shown, fed.hit.record.memory_id, fed.score, fed.hit.why,
                                   fed.parts.as_json() if fed.parts else None) for fed in answer.hits]
-    pending = [*((entries.entry("children", "counts_pending"),) if any(counts.get(c.id) is None for c in child_nodes)
-                 else ()),
-               *((entries.entry("parent", "count_pending"),) if parent_node and counts.get(parent_node.id) is None
-                 else ())]
-    return recall_json(results, parent_node, child_nodes, counts,
-                       list(covered.degraded) + list(answer.degraded) + pending, answer.abstain)
+    children = children_counts(places, counts)
+    parent = places.parent
+    pending = [*((entries.entry("children", "counts_pending"),) if None in children else ()),
+               *((entries.entry("parent", "count_pending"),) if parent and counts.get(parent.id) is None else ())]
+    return RenderedAnswer(recall_rendered(results, places, children, counts,
+                                          list(covered.degraded) + list(answer.degraded) + pending, answer.abstain))
 
 
 ENDPOINTS = [

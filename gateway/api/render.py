@@ -13,7 +13,9 @@ from typing import Any
 
 from adapters.base import Part, Record, Reference, part_to_json
 from gateway.api._endpoint import Call
+from gateway.base.answers import dumps, joined
 from gateway.base.clock import rfc3339_or_none
+from gateway.federation.plans import Places
 from gateway.state.tree import MemoryNode, Tree
 from policies import access
 
@@ -166,3 +168,23 @@ def recall_json(results: list[dict[str, Any]], parent: MemoryNode | None, childr
     if parent is not None:
         out["parent"] = place_json(parent, counts.get(parent.id))
     return out
+
+
+def children_counts(places: Places, counts: Mapping[str, int | None]) -> tuple[int | None, ...]:
+    """The record count of each of the places' children, in their order (None: not known yet)."""
+    return tuple(map(counts.get, places.child_ids))
+
+
+def recall_rendered(results: list[dict[str, Any]], places: Places, shown: tuple[int | None, ...],
+                    counts: Mapping[str, int | None], degraded: list[Any], abstain: bool) -> bytes:
+    """`recall_json` of these places as its JSON bytes, byte for byte. The children's part, a thousand
+    entries on a flat tree, is kept rendered with the places while their counts (`shown`, from
+    `children_counts`) stay the same: rendering it was the largest piece of the answer's own work."""
+    kept = places.rendered
+    if kept is None or kept[0] != shown:
+        kept = places.rendered = (shown, dumps({"children": [place_json(c, n) for c, n in
+                                                             zip(places.children, shown, strict=True)]}))
+    tail: dict[str, Any] = {"degraded": degraded, "abstain": abstain}
+    if places.parent is not None:
+        tail["parent"] = place_json(places.parent, counts.get(places.parent.id))
+    return joined(dumps({"object": "memory.recall", "results": results}), kept[1], dumps(tail))

@@ -46,6 +46,7 @@ log = logging.getLogger("memfed.api")
 MEDIA_TYPE = "application/x-ndjson"
 MAX_LINE_BYTES = 64 * 1024
 MAX_LINES = 5_000_000
+LINES_BETWEEN_YIELDS = 200  # lines checked between two turns of the event loop: a few milliseconds
 OPERATION = "memories.import_tree"
 ALL_PRIVILEGES = frozenset(PRIVILEGES)
 _REFUSED = {"not_found": 404, "too_deep": 422, "taken": 422, "busy": 409, "abandoned": 409}
@@ -199,6 +200,10 @@ async def read_lines(call: Call, reader: Reader) -> None:
                 raise line_error(number, 413, "memfed_body_too_large", f"a line is at most {MAX_LINE_BYTES} bytes.")
             if piece.strip():
                 reader.take(number, piece)
+            if number % LINES_BETWEEN_YIELDS == 0:
+                # A chunk of the body may hold thousands of lines (the server gathers what arrived while
+                # the last one was read): checked in one go they held the loop for a third of a second.
+                await asyncio.sleep(0)
         if len(carry) > MAX_LINE_BYTES:
             raise line_error(number + 1, 413, "memfed_body_too_large", f"a line is at most {MAX_LINE_BYTES} bytes.")
     if len(carry) > MAX_LINE_BYTES:

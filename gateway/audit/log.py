@@ -3,9 +3,10 @@
 `AuditLog.decide` encodes the entry as one line and appends it with one `os.write` to the open journal
 segment (O_APPEND): once that returns, the line survives a kill -9 of the gateway (not a power cut: nothing
 is fsynced on the request path). A task wakes every `flush_interval` s (sooner when `batch_size` lines wait),
-reads the journal from the committed position, chains the entries (gateway.audit.store) and inserts them
-with the new position in one transaction: a crash in between loses nothing (start() replays from the
-committed position) and duplicates nothing (the position commits with the rows).
+reads the journal from the committed position (gateway.audit.replay), chains the entries
+(gateway.audit.store) and inserts them with the new position in one transaction: a crash in between loses
+nothing (start() replays from the committed position) and duplicates nothing (the position commits with
+the rows).
 
 Under <data_dir>/audit-journal/ (0700, its files 0600): segments `000000000001.log`, ...; `lock` (one
 process per journal); `journal-id` (its row in audit_journals); `journal-key` (without a seal key) and
@@ -33,8 +34,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.audit import opening as audit_open
 from gateway.audit import query as audit_query
+from gateway.audit import replay
 from gateway.audit import store as audit_store
-from gateway.audit.chain import canonical_json, coverage_digest
+from gateway.audit.chain import canonical_json
 from gateway.audit.journal import JournalKey, LocalAnchor, journal_id, take_lock
 from gateway.audit.lines import (
     REASON_CAP,
@@ -42,7 +44,6 @@ from gateway.audit.lines import (
     DecisionEntry,
     coverage_line,
     encoded,
-    item,
     marker,
 )  # fmt: skip
 from gateway.audit.query import AuditQuery
@@ -55,7 +56,7 @@ __all__ = ["REASON_CAP", "AuditLog", "AuditQuery", "Coverage", "DecisionEntry", 
 
 log = logging.getLogger("memfed.audit")
 
-_CHUNK, _EARLY_CAP = 1024 * 1024, 100_000  # a chunk always holds a whole line (MAX_LINE)
+_EARLY_CAP = 100_000  # decisions kept in memory before start()
 
 
 class AuditLog:
@@ -206,8 +207,15 @@ class AuditLog:
     async def _begin_seal(self, opening: audit_open.Opening, pos: tuple[int, int]) -> None:
         """Record, sealed, that sealing begins (before anything else is stored under the seal)."""
         note = marker("audit.seal_began", opening.begin_seal or "")
-        self._head = await audit_store.append_batch(self._engine, self._head or Head(), [note], self._journal_id, *pos,
-                                                    seal=self._seal, genesis=opening.sealed_since or True)
+        self._head = await audit_store.append_batch(
+            self._engine,
+            self._head or Head(),
+            [note],
+            self._journal_id,
+            *pos,
+            seal=self._seal,
+            genesis=opening.sealed_since or True,
+        )
         self._sealed_from = opening.sealed_since[0] if opening.sealed_since else self._head.seq
         self._note_anchor()
         log.warning("audit: %s (entry %d)", opening.begin_seal, self._head.seq)
@@ -276,58 +284,12 @@ class AuditLog:
                 delay = min(max(delay * 2, 0.1), 5.0)
                 log.exception("audit: flush failed; retrying in %.1fs (the journal keeps the entries)", delay)
 
-    async def _next_batch(self, segment: int, offset: int) -> _Batch | None:
-        """Up to batch_size entries from the position on, the position after them and the coverage sets
-        journaled among them; None when caught up."""
-        try:
-            with self._segment(segment).open("rb") as f:
-                f.seek(offset)
-                data = f.read(_CHUNK)
-        except FileNotFoundError:
-            data = b""
-        closed = segment < self._current  # no one writes to it any more
-        if (end := data.rfind(b"\n") + 1) == 0:
-            if data and (closed or len(data) == _CHUNK):  # a torn last line, or garbage without newlines
-                note = f"{len(data)} unreadable bytes at offset {offset} of journal segment {segment}"
-                return [marker("audit.journal_unreadable", note)], (segment, offset + len(data)), {}
-            if not closed:
-                return None
-            later = [n for n in self._segments() if n > segment]
-            return [], (min(later) if later else self._current, 0), {}
-        items: list[tuple[Any, ...]] = []
-        sets: dict[str, str] = {}
-        at = 0
-        lines = 0
-        while at < end and len(items) < self._batch_size:
-            lines += 1
-            if lines % 250 == 0:
-                await asyncio.sleep(0)  # parsing a second's worth of lines: let requests through meanwhile
-            nl = data.index(b"\n", at)
-            tagged, start, at = data[at:nl], offset + at, nl + 1
-            if not tagged:
-                continue  # an empty line says nothing (this process starts one after bytes someone else wrote)
-            if self._key is None or (raw := self._key.text(segment, start, tagged)) is None:
-                items.append(self._rejected(segment, start, len(tagged)))
-                continue
-            try:
-                if raw[:1] == b"C":
-                    digest, body = raw[1:].decode("utf-8", "surrogatepass").split("\x1f", 1)
-                    if coverage_digest(body) != digest:
-                        raise ValueError("a coverage set does not match its digest")
-                    sets[digest] = body
-                elif raw.strip():
-                    items.append(item(raw))
-            except Exception as exc:
-                note = f"journal line at offset {start} of segment {segment} unreadable ({exc!r}); decision lost"
-                items.append(marker("audit.journal_unreadable", note))
-        return items, (segment, offset + at), sets
+    async def _next_batch(self, segment: int, offset: int) -> replay.Batch | None:
+        return await replay.next_batch(self._dir, self._key, (segment, offset), current=self._current,
+                                       batch_size=self._batch_size, rejected=self._count_rejected)  # fmt: skip
 
-    def _rejected(self, segment: int, start: int, size: int) -> tuple[Any, ...]:
+    def _count_rejected(self) -> None:
         self._counts["rejected"] += 1
-        note = (f"a line of {size} bytes at offset {start} of journal segment {segment} was not written by this "
-                "gateway (its MAC does not hold): not stored")
-        log.warning("audit: %s", note)
-        return marker("audit.journal_rejected", note)
 
     async def _commit(self, items: list[tuple[Any, ...]], pos: tuple[int, int], sets: dict[str, str]) -> None:
         pending, self._markers = self._markers, []
@@ -336,16 +298,20 @@ class AuditLog:
                 head = self._head or Head()
                 try:
                     batch = [*pending, *items]
-                    self._head = await audit_store.append_batch(self._engine, head, batch, self._journal_id, *pos,
-                                                               sets=sets, seal=self._seal)
+                    self._head = await audit_store.append_batch(
+                        self._engine, head, batch, self._journal_id, *pos, sets=sets, seal=self._seal
+                    )
                     break
                 except HeadMoved:  # another writer shares the database: chain after its entries
                     moved, _pos = await audit_store.load_state(self._engine, self._journal_id)
-                    if self._seal is not None and (moved.seq < head.seq or not self._seal.holds(
-                            self._seal.head(moved.seq, moved.hash), moved.seal)):
-                        raise AuditLogRefused(f"the decision log's head moved from entry {head.seq} to {moved.seq} "
-                                              "without this log's seal: it was rewritten or cut; nothing is sealed "
-                                              "on top of it") from None
+                    if self._seal is not None and (
+                        moved.seq < head.seq or not self._seal.holds(self._seal.head(moved.seq, moved.hash), moved.seal)
+                    ):
+                        raise AuditLogRefused(
+                            f"the decision log's head moved from entry {head.seq} to {moved.seq} "
+                            "without this log's seal: it was rewritten or cut; nothing is sealed "
+                            "on top of it"
+                        ) from None
                     self._head = moved
                     log.warning("audit: chain head moved from %d to %d by another writer", head.seq, self._head.seq)
                     if self._head.seq < head.seq:
@@ -362,10 +328,10 @@ class AuditLog:
             self._note_anchor()
 
     def _segment(self, n: int) -> Path:
-        return self._dir / f"{n:012d}.log"
+        return replay.segment_path(self._dir, n)
 
     def _segments(self) -> list[int]:
-        return sorted(int(p.stem) for p in self._dir.glob("*.log") if p.stem.isdigit())
+        return replay.segments(self._dir)
 
     async def query(self, filters: AuditQuery, cursor: str | None = None,
                     limit: int = 100) -> tuple[list[dict[str, Any]], str | None]:  # fmt: skip
@@ -377,8 +343,7 @@ class AuditLog:
         log checks it still holds what this process wrote."""
         if anchor is not None:
             return await audit_store.verify(self._engine, anchor, seal=self._seal, anchor_name="the anchor")
-        return await audit_store.verify(self._engine, self._head if self._pos is not None else None,
-                                        seal=self._seal)
+        return await audit_store.verify(self._engine, self._head if self._pos is not None else None, seal=self._seal)
 
     async def anchor(self) -> tuple[VerifyReport, Head | None]:
         """The stored head, for an operator to keep outside the database, and the check of the log up to it."""
@@ -418,5 +383,4 @@ class AuditLog:
         return {**self._counts, "head_seq": self._head.seq if self._head is not None else 0}
 
 
-_Batch = tuple[list[tuple[Any, ...]], tuple[int, int], dict[str, str]]
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC

@@ -12,12 +12,30 @@ import json
 from typing import Any
 
 import orjson
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
+
+
+def dumps(content: Any) -> bytes:
+    """`content` as the answer's JSON bytes."""
+    try:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def joined(*objects: bytes) -> bytes:
+    """JSON objects rendered apart (`dumps` of a dict each) as one object with all their members, in order:
+    a part kept rendered from an earlier answer is not rendered again."""
+    members = [o[1:-1] for o in objects if o != b"{}"]
+    return b"{" + b",".join(members) + b"}"
 
 
 class JSONAnswer(JSONResponse):
     def render(self, content: Any) -> bytes:
-        try:
-            return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
-        except (TypeError, orjson.JSONEncodeError):
-            return json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        return dumps(content)
+
+
+class RenderedAnswer(Response):
+    """A JSON answer whose bytes were rendered already (with `dumps` and `joined`)."""
+
+    media_type = "application/json"

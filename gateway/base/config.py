@@ -38,10 +38,15 @@ class ProviderConfig:
     write_settle: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def embedded(self) -> bool:
+        """Whether the provider is memfed's own store (SQLite or PostgreSQL), not a vendor's service."""
+        return self.adapter in ("local", "postgres")
+
     def settle_seconds(self) -> float:
         if self.write_settle is not None:
             return self.write_settle
-        return 0.0 if self.adapter in ("local", "postgres") else 30.0
+        return 0.0 if self.embedded else 30.0
 
     def api_key(self) -> str | None:
         if not self.api_key_env:

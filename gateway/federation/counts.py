@@ -71,16 +71,25 @@ class RecordCounts:
         wait_for: dict[str, list[str]] = {}
         refresh: dict[str, list[str]] = {}
         old_before = time.monotonic() - self._fresh_seconds
+        # Locals and one branch per memory: a recall over a flat tree's thousand children looks here for
+        # each of them before its answer can leave.
+        seen_of = self._seen.get
         for node in nodes:
-            if (seen := self._seen.get(node.id)) is not None:
-                counts[node.id] = seen[0]
-                if seen[1] < old_before:
-                    refresh.setdefault(node.provider, []).append(node.id)
+            memory_id = node.id
+            seen = seen_of(memory_id)
+            if seen is not None:
+                counts[memory_id] = seen[0]
+                if seen[1] >= old_before:
+                    continue
+                ask = refresh
             elif wait:
-                wait_for.setdefault(node.provider, []).append(node.id)
+                ask = wait_for
             else:
-                counts[node.id] = None
-                refresh.setdefault(node.provider, []).append(node.id)
+                counts[memory_id] = None
+                ask = refresh
+            if (ids := ask.get(node.provider)) is None:
+                ids = ask[node.provider] = []
+            ids.append(memory_id)
         if refresh and later is not None:
             later.append(lambda: self._refresh(providers, refresh))
         elif refresh:

@@ -16,11 +16,26 @@ from types import MappingProxyType
 from cachetools import LRUCache
 
 from gateway.audit import Coverage
-from gateway.state.tree import Tree
+from gateway.state.tree import MemoryNode, Tree
 from policies import access
 from policies.recall import Plan, plan
 
 CAPPED_REASON = "readable, but beyond the recall cap"
+
+
+@dataclass
+class Places:
+    """The places a recall names to go next: the readable parent and children of the memory asked. They
+    depend on what its plan depends on, so they are kept with it: a flat tree's thousand children are
+    neither looked up nor, while their counts stay the same, rendered again on every recall."""
+
+    parent: MemoryNode | None
+    children: tuple[MemoryNode, ...]
+    # The parent (when readable) and the children: the memories whose record counts the answer shows.
+    nodes: tuple[MemoryNode, ...]
+    child_ids: tuple[str, ...]
+    # The API's last rendering of the children (gateway/api/render.py), with the counts it shows.
+    rendered: tuple[tuple[int | None, ...], bytes] | None = None
 
 
 @dataclass
@@ -34,6 +49,17 @@ class KeptPlan:
     plan: Plan
     _by_provider: Mapping[str, tuple[str, ...]] | None = None
     _coverage: list[Coverage] | None = None
+    _places: Places | None = None
+
+    def places(self) -> Places:
+        """The readable parent and children of the memory asked (policies.access.readable_neighbours)."""
+        if self._places is None:
+            around = access.readable_neighbours(self.tree, self.principals, self.root_id)
+            parent = self.tree.get(around.parent) if around.parent is not None else None
+            children = tuple(c for c in map(self.tree.get, around.children) if c is not None)
+            self._places = Places(parent, children, (*((parent,) if parent else ()), *children),
+                                  tuple(c.id for c in children))
+        return self._places
 
     def by_provider(self) -> Mapping[str, tuple[str, ...]]:
         """The plan's memories grouped by the provider each is bound to (a binding change is a tree change)."""

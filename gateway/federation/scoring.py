@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -121,18 +120,27 @@ def bm25(question: Sequence[str], documents: Mapping[Key, Sequence[str]]) -> dic
         return {}
     asked = sorted(set(question))
     wanted = set(asked)
-    # Only the asked words are counted: the others weigh in through each document's length alone.
-    counts = {key: Counter(w for w in words if w in wanted) for key, words in documents.items()}
-    frequency: Counter[str] = Counter()
-    for tf in counts.values():
-        frequency.update(tf.keys())
+    # Only the asked words are counted: the others weigh in through each document's length alone. Plain
+    # dicts, not Counters: a recall scores a few hundred short candidates while its answer waits.
+    counts: dict[Key, dict[str, int]] = {}
+    frequency = dict.fromkeys(asked, 0)
+    for key, words in documents.items():
+        tf: dict[str, int] = {}
+        for word in words:
+            if word in wanted:
+                tf[word] = tf.get(word, 0) + 1
+        for word in tf:
+            frequency[word] += 1
+        counts[key] = tf
     average = math.fsum(len(w) for w in documents.values()) / count or 1.0
     idf = {t: math.log(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in asked}
     scores: dict[Key, float] = {}
     for key, words in documents.items():
-        tf = counts[key]
+        if not (tf := counts[key]):
+            scores[key] = 0.0  # none of the asked words: the sum of nothing
+            continue
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(words) / average)
-        scores[key] = math.fsum(idf[t] * tf[t] * (BM25_K1 + 1.0) / (tf[t] + norm) for t in asked if tf[t])
+        scores[key] = math.fsum(idf[t] * tf[t] * (BM25_K1 + 1.0) / (tf[t] + norm) for t in asked if t in tf)
     return scores
 
 
@@ -140,10 +148,14 @@ def merge(
     question: str | None,
     rankings: Mapping[str, Sequence[Key]],
     texts: Mapping[Key, str],
+    *,
+    words: Mapping[Key, Sequence[str]] | None = None,
 ) -> list[tuple[Key, Components]]:
     """The union of every provider's ranking (provider name -> keys best first), best first.
 
     A key named by two providers keeps its best place (the first list by provider name, on a tie).
+    Each candidate's words are `terms` of its text, or given already cut in `words` (the fan-out cuts
+    each provider's as its answer comes in).
     """
     placed: dict[Key, tuple[int, str]] = {}
     for provider in sorted(rankings):
@@ -154,7 +166,8 @@ def merge(
     uniform: dict[Key, float] | None = None
     if asked:
         seen: dict[str, str | None] = {}
-        raw = bm25(asked, {key: terms(texts.get(key, ""), seen) for key in placed})
+        raw = bm25(asked, {key: words[key] if words is not None and key in words else terms(texts.get(key, ""), seen)
+                           for key in placed})
         best = max(raw.values(), default=0.0)
         uniform = {key: (value / best if best > 0 else 0.0) for key, value in raw.items()}
     out: list[tuple[Key, Components]] = []

@@ -229,6 +229,9 @@ async def begin_serving(app: Starlette, services: Services) -> None:
     if app.state.freeze_heap:
         gc.collect()
         gc.freeze()
+    # Each caller's tops (where entry points are looked for) found again from the grants just loaded, in
+    # steps, from now on: not during the start, whose every await would wait for a step of it.
+    services.store.entries.prepare()
     # Said once the state store answered: a start that cannot reach it says only that, in one line.
     warn_unshared_default(services.config)
     app.state.readiness.checks["coherence"] = lambda: _caught_up(services)

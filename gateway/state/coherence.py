@@ -126,6 +126,10 @@ class ChangeMark:
 
     def __init__(self) -> None:
         self.seen = 0
+        # While this instance commits changes of its own that follow straight on `seen` (a bulk import,
+        # under `lock`): the newest of them. A request meanwhile need not wait for them: they are not
+        # answered yet, and the commit of a large one (with SQLite's checkpoint after it) takes seconds.
+        self.committing = 0
         self.lock = asyncio.Lock()
         self.applied_at = 0  # when a batch was last applied: the age of what this instance holds is lag
 

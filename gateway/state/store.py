@@ -95,6 +95,7 @@ class StateStore:
             await engine.dispose()
 
     async def close(self) -> None:
+        await self.entries.close()
         self._newest.close()
         await self.version_probe.close()
         await self.engine.dispose()
@@ -125,7 +126,7 @@ class StateStore:
         newest = self._newest.newest()
         if newest is None:
             newest = await self.version_probe.newest()
-        if newest <= self.changes.seen:
+        if newest <= max(self.changes.seen, self.changes.committing):
             return
         async with self.changes.lock:
             if newest <= self.changes.seen:
@@ -134,6 +135,7 @@ class StateStore:
                 found = await coherence.since(conn, self.changes.seen)
                 if found.gap:
                     await self._load()
+                    self.entries.prepare()  # the tops of the grants just loaded, found in steps from now on
                     return
                 fetched = await coherence.fetch(conn, found)
             coherence.apply(self.directory, self.tree, found, fetched)  # no await: one consistent step

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.state import tree_check
 from gateway.state.shards import MASK, Shards
+from gateway.state.tops import GrantTops
 from gateway.state.twins import thawed_twin
 from policies.access import MAX_DEPTH, BrokenTree, Grant
 
@@ -69,6 +70,7 @@ class Tree:
         self._grants_by_id: Shards[Grant] = Shards()
         self._privileges: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct set
         self._restricted_under: dict[str | None, set[str]] = {}  # only parents with a restricted child
+        self.tops = GrantTops()  # where each principal's grants begin (gateway/state/tops.py)
         # While loading (load_nodes, then order_children): the last row's key, and whether every row so
         # far came after the one before it.
         self._load_last: SortKey = (-(2**63), "")
@@ -101,6 +103,12 @@ class Tree:
 
     def restricted_children_of(self, memory_id: str) -> Iterator[str]:
         return iter(self._restricted_under.get(memory_id, ()))
+
+    def grant_tops(self, principal: str) -> Collection[str] | None:
+        return self.tops.of(principal)
+
+    def rebuild_tops(self, step: int | None = None) -> Iterator[None]:
+        return self.tops.rebuild(self, self._grants_to, step)
 
     def sort_key(self, memory_id: str) -> SortKey | None:
         node = self._nodes.parts[hash(memory_id) & MASK].get(memory_id)
@@ -201,6 +209,8 @@ class Tree:
             self._link(node)
         elif old.restricted != node.restricted:
             self._mark_restricted(node)
+        if old is not None and (old.parent_id != node.parent_id or node.restricted > old.restricted):
+            self.tops.reconsidered(self, node.id)
 
     def load_nodes(self, rows: Iterable[Sequence[Any]]) -> None:
         """New nodes from `memories` rows (columns in table order), appended to their siblings whatever
@@ -257,6 +267,7 @@ class Tree:
                 to[principal] = [grant]
             else:
                 mine.append(grant)
+        self.tops.invalidate()  # no hook per row: found again from every grant (`rebuild_tops`)
         self.version += 1
 
     def order_children(self, every: int = 20_000) -> Iterator[int]:
@@ -342,6 +353,7 @@ class Tree:
         self._grants_by_id[grant.id] = grant
         self._grants_on[grant.memory_id] = (*(self._grants_on.get(grant.memory_id) or ()), grant)
         self._grants_to.setdefault(grant.principal, []).append(grant)
+        self.tops.granted(self, grant)
 
     def remove_grant(self, grant_id: str) -> Grant | None:
         self.version += 1
@@ -357,6 +369,7 @@ class Tree:
         held.remove(grant)
         if not held:
             del self._grants_to[grant.principal]
+        self.tops.revoked(self, grant)
         return grant
 
 

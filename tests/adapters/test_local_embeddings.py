@@ -13,6 +13,7 @@ import pytest
 from adapters.base import RecallQuery
 from adapters.local import LocalProvider
 from adapters.local import _embeddings as embeddings
+from adapters.local import _models as models
 from tests.adapters.harnesses import M1, M2, Stamps
 
 MODEL = embeddings.load()
@@ -110,7 +111,7 @@ def test_query_is_native_while_the_model_is_loaded(local: LocalProvider) -> None
 
 def test_query_is_emulated_without_the_model(local: LocalProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without memfed[semantic] (the model cannot load) the provider answers by words and says so."""
-    monkeypatch.setattr(embeddings, "load", lambda: None)
+    monkeypatch.setattr(embeddings, "load", lambda name="minilm": None)
     assert local.meaning() is None
     assert "query" in local.capabilities().emulated_signals
 
@@ -136,7 +137,7 @@ class CountingModel:
 
         time.sleep(self.seconds)  # runs in a worker thread, as the real model does
         self.texts.extend(texts)
-        return [[1.0] + [0.0] * (embeddings.DIMENSIONS - 1) for _ in texts]
+        return [[1.0] + [0.0] * (models.MODELS["minilm"].dimensions - 1) for _ in texts]
 
 
 async def test_recalls_cut_off_while_vectors_are_made_never_embed_a_version_twice(
@@ -161,3 +162,63 @@ async def test_recalls_cut_off_while_vectors_are_made_never_embed_a_version_twic
     assert len(answer.hits) == 3
     versions = Counter(text for text in model.texts if text != "note")  # "note" is the question
     assert len(versions) == total and set(versions.values()) == {1}
+
+
+def _count(path: Path, table: str) -> int:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    finally:
+        db.close()
+
+
+class FlatModel(CountingModel):
+    """CountingModel with a chosen width, to stand in for either model."""
+
+    def __init__(self, dimensions: int) -> None:
+        super().__init__(seconds_per_call=0.0)
+        self.dimensions = dimensions
+
+    def encode(self, texts: list[str], **_options: object) -> list[list[float]]:
+        self.texts.extend(texts)
+        return [[1.0] + [0.0] * (self.dimensions - 1) for _ in texts]
+
+
+async def test_an_erase_drops_vectors_even_after_meaning_search_was_switched_off(
+        local: LocalProvider, stamps: Stamps, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that searched by meaning and then had `semantic` turned off kept the vectors of records it
+    erased: the purge only touched the vectors while the model was loaded."""
+    pytest.importorskip("numpy")
+    meaning = embeddings.Meaning(FlatModel(384))
+    monkeypatch.setattr(local, "meaning", lambda: meaning)
+    ids = await seeded(local, stamps)
+    await local.recall([M1], RecallQuery(query="birthday", limit=2))
+    assert _count(tmp_path / "records.sqlite3", "meanings") == len(SET)
+    monkeypatch.setattr(local, "meaning", lambda: None)  # `semantic` off, or the extra uninstalled
+    await local.erase(M1, [next(i for i, n in ids.items() if n == "cake")])
+    assert _count(tmp_path / "records.sqlite3", "meanings") == len(SET) - 1
+
+
+async def test_each_model_keeps_its_own_vectors_so_a_switch_never_mixes_widths(
+        local: LocalProvider, stamps: Stamps, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switching a store from MiniLM (384) to mpnet (768) embeds again into mpnet's table; both tables are
+    purged on erase, and a search by either model reads only vectors of its own width."""
+    pytest.importorskip("numpy")
+    ids = await seeded(local, stamps)
+    small = embeddings.Meaning(FlatModel(384), models.MODELS["minilm"])
+    large = embeddings.Meaning(FlatModel(768), models.MODELS["mpnet"])
+    for meaning in (small, large, small):
+        monkeypatch.setattr(local, "meaning", lambda m=meaning: m)
+        answer = await local.recall([M1], RecallQuery(query="a feline napping", limit=2))
+        assert len(answer.hits) == 2  # every vector ties: found by meaning alone, no width error
+    path = tmp_path / "records.sqlite3"
+    assert (_count(path, "meanings"), _count(path, "meanings_mpnet")) == (len(SET), len(SET))
+    await local.erase(M1, [next(i for i, n in ids.items() if n == "trip")])
+    assert (_count(path, "meanings"), _count(path, "meanings_mpnet")) == (len(SET) - 1, len(SET) - 1)
+
+
+async def test_an_unknown_model_name_is_refused_when_the_config_is_read(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="semantic_model 'bert'"):
+        await LocalProvider.from_config({"path": str(tmp_path / "x.sqlite3"), "semantic": "on",
+                                         "semantic_model": "bert"},
+                                        client=httpx.AsyncClient(), data_dir=tmp_path, api_key=None)

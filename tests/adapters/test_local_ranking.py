@@ -165,6 +165,6 @@ async def test_a_file_from_before_per_memory_ranking_gains_each_versions_length(
         assert all(words > 0 for _, words in lengths)
         indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert "versions_words" in indexes and "versions_live" not in indexes
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
     finally:
         db.close()

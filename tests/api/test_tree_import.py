@@ -367,3 +367,43 @@ async def test_the_importer_gets_all_four_privileges_with_a_grant_only_where_inh
     for memory_id in ("own-7", "oth-7"):
         seen = await second.get(f"/v1/memories/{memory_id}")
         assert set(seen.json()["privileges"]) == {"read", "write", "create", "delete"}, seen.text
+
+
+async def test_a_body_chunk_of_thousands_of_lines_is_checked_with_turns_of_the_loop_between(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One chunk of 2,000 lines (what the server gathers while the previous one was checked): a task
+    counting loop turns runs while the lines are checked, and every line reaches the reader in order."""
+    from gateway.api import tree_import
+
+    class Request:
+        async def stream(self) -> Any:
+            yield b"".join(b'{"name": "m%d"}\n' % i for i in range(2000))
+
+    class Call:
+        request = Request()
+
+    taken: list[int] = []
+    turns_at: list[int] = []
+    turns = 0
+
+    class Reader:
+        def take(self, number: int, raw: bytes) -> None:
+            taken.append(number)
+            turns_at.append(turns)
+
+    stop = asyncio.Event()
+
+    async def count() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count())
+    await asyncio.sleep(0)
+    await tree_import.read_lines(Call(), Reader())  # type: ignore[arg-type]
+    stop.set()
+    await counter
+    assert taken == list(range(1, 2001))
+    assert turns_at[-1] - turns_at[0] >= 2000 // tree_import.LINES_BETWEEN_YIELDS - 1

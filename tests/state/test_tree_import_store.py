@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from gateway.base.clock import now_ms
-from gateway.state import coherence
+from gateway.state import coherence, tree_import
 from gateway.state import schema as t
 from gateway.state.store import StateStore
 from gateway.state.tree import MemoryNode
@@ -162,3 +163,109 @@ async def test_an_import_whose_parent_another_instance_moved_too_deep_writes_not
         assert refused.value.kind == "too_deep" and refused.value.memory_id == x.id
         assert await memory_ids(a) == before
         assert not a.tree.exists("x0")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_read_during_the_apply_waits_for_no_more_than_a_chunk_and_sees_whole_memories(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the tree takes an import of 3,000 memories 10 at a time, a request's catch-up returns at once
+    (the import not yet wholly in the tree) and every imported memory it finds there has its grant and
+    its parent; another instance's later change is applied after the import, not into it."""
+    monkeypatch.setattr(tree_import, "_YIELD_EVERY", 10)
+    async with two_stores(kind, tmp_path) as (a, b):
+        anchor = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                       provider="local", created_by="mbr_x")
+        await b.catch_up()
+        await a.catch_up()
+        plan = flat_plan(anchor, 3000)
+        plan.grants += [Grant(f"hgrt_{n.id}", n.id, "member:mbr_y", frozenset({"read"})) for n in plan.nodes]
+        task = asyncio.create_task(write_plan(a, plan, lambda done, total: None))
+        while not a.tree.exists(plan.nodes[0].id):
+            await asyncio.sleep(0)
+        other = asyncio.create_task(b.create_memory(name="Other", description="", parent_id=None, restricted=False,
+                                                    provider="local", created_by="mbr_z"))
+        seen_mid_apply = 0
+        while not task.done():
+            await a.catch_up()
+            present = [n for n in plan.nodes if a.tree.exists(n.id)]
+            if 0 < len(present) < len(plan.nodes):
+                seen_mid_apply += 1
+                if other.done():  # B's change is committed: it waits for the import to be in
+                    assert not a.tree.exists(other.result().id)
+            for node in present:
+                assert node.parent_id is not None and a.tree.exists(node.parent_id)
+                assert {g.principal for g in a.tree.grants_on(node.id)} >= {"member:mbr_y"}
+            await asyncio.sleep(0)
+        await task
+        assert seen_mid_apply >= 2
+        made = await other
+        await a.catch_up()
+        assert a.tree.exists(made.id) and all(a.tree.exists(n.id) for n in plan.nodes)
+
+
+async def test_on_sqlite_the_import_writes_with_a_large_page_cache_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch goes in with the connection's page cache at BULK_CACHE_KIB; once the import is in, every
+    connection the pool holds has SQLite's own cache again."""
+    seen: list[int] = []
+    insert = tree_import.insert_rows
+
+    async def noting(conn: Any, table: Any, rows: list[tuple[Any, ...]]) -> None:
+        seen.append(int((await conn.exec_driver_sql("PRAGMA cache_size")).scalar()))
+        await insert(conn, table, rows)
+
+    monkeypatch.setattr(tree_import, "insert_rows", noting)
+    async with two_stores("sqlite", tmp_path) as (a, _b):
+        anchor = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                       provider="local", created_by="mbr_x")
+        async with a.engine.connect() as conn:
+            own = int((await conn.exec_driver_sql("PRAGMA cache_size")).scalar_one())
+        await write_plan(a, flat_plan(anchor, BATCH + 10), lambda done, total: None)
+        assert seen == [-tree_import.BULK_CACHE_KIB] * 2
+        idle = a.engine.sync_engine.pool.checkedin()  # type: ignore[attr-defined]
+        held = [await a.engine.connect() for _ in range(max(1, idle))]
+        try:
+            sizes = [int((await c.exec_driver_sql("PRAGMA cache_size")).scalar_one()) for c in held]
+        finally:
+            for c in held:
+                await c.close()
+        assert sizes == [own] * len(held) and own != -tree_import.BULK_CACHE_KIB
+
+
+async def test_a_read_while_the_import_commits_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import's rows are committed and visible, but its commit has not returned yet (SQLite's
+    checkpoint after a large commit runs inside it): a request's catch-up then returns without waiting for
+    the import, and the tree does not hold the import yet; once the commit returns, it does."""
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    gate, reached = asyncio.Event(), asyncio.Event()
+    armed = False
+    commit = AsyncConnection.commit
+
+    async def slow_commit(self: AsyncConnection) -> None:
+        await commit(self)
+        if armed:
+            reached.set()
+            await gate.wait()
+
+    monkeypatch.setattr(AsyncConnection, "commit", slow_commit)
+    async with two_stores("sqlite", tmp_path) as (a, _b):
+        anchor = await a.create_memory(name="Root", description="", parent_id=None, restricted=False,
+                                       provider="local", created_by="mbr_x")
+        await a.catch_up()
+        plan = flat_plan(anchor, 50)
+        armed = True
+        task = asyncio.create_task(write_plan(a, plan, lambda done, total: None))
+        await reached.wait()
+        armed = False
+        reader = asyncio.create_task(a.catch_up())
+        done, _ = await asyncio.wait({reader}, timeout=30)  # a guard against a hang, not a measure
+        assert reader in done and reader.result() is None
+        assert not a.tree.exists(plan.nodes[0].id)
+        gate.set()
+        await task
+        assert all(a.tree.exists(n.id) for n in plan.nodes)

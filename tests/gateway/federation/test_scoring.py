@@ -117,3 +117,11 @@ def test_the_fused_order_never_depends_on_the_order_providers_answered_in(
         assert parts.uniform is None or 0.0 <= parts.uniform <= 1.0
     fused = [parts.fused for _, parts in merged]
     assert fused == sorted(fused, reverse=True)
+
+
+def test_words_cut_already_score_as_the_texts_would() -> None:
+    """The fan-out cuts each provider's candidates into words as they arrive: the ranking is the same."""
+    rankings = {"p1": [("m1", "a"), ("m1", "b")], "p2": [("m2", "c"), ("m2", "d")]}
+    words = {key: scoring.terms(text) for key, text in TEXTS.items()}
+    for question in ("When did Caroline go to the support group?", "Caroline", None):
+        assert scoring.merge(question, rankings, {}, words=words) == scoring.merge(question, rankings, TEXTS)
