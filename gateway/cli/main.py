@@ -13,7 +13,7 @@ from gateway.cli import audit as audit_commands
 from gateway.cli import import_tree as import_tree_commands
 from gateway.cli import migrate as migrate_commands
 from gateway.cli._common import common, load_config
-from gateway.state.tree import StateCorrupt
+from gateway.state.tree_check import StateCorrupt
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -224,7 +224,11 @@ class Providers:
 
     @classmethod
     async def open(cls, config: Config, client: httpx.AsyncClient | None = None) -> Providers:
-        client = client or httpx.AsyncClient(timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
+        if client is None:
+            # Building the client loads the CA bundle into a TLS context (~25 ms of CPU): off the event loop,
+            # which a big tree's load is already keeping busy.
+            client = await asyncio.to_thread(
+                httpx.AsyncClient, timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=100))
         handles: dict[str, ProviderHandle] = {}
         for name, pconf in config.providers.items():
             try:

@@ -11,7 +11,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from gateway.audit.seal import AuditLogRefused
 from gateway.base.config import Config, ConfigError
-from gateway.state.tree import StateCorrupt
+from gateway.state.tree_check import StateCorrupt
 
 _OURS = (ConfigError, AuditLogRefused, StateCorrupt)
 

@@ -11,7 +11,8 @@ repositories the store carries, `queries` (named queries), `consolidations` (run
 
 from gateway.state.directory import GroupRow, Member
 from gateway.state.store import StateStore
-from gateway.state.tree import MemoryNode, StateCorrupt, Tree
+from gateway.state.tree import MemoryNode, Tree
+from gateway.state.tree_check import StateCorrupt
 from gateway.state.tree_writes import TreeRefused
 
 __all__ = ["GroupRow", "Member", "MemoryNode", "StateCorrupt", "StateStore", "Tree", "TreeRefused"]

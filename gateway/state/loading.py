@@ -21,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.state import schema as t
 from gateway.state.rows import privileges_of_text
-from gateway.state.tree import Tree, broken_tree_error
+from gateway.state.tree import Tree
+from gateway.state.tree_check import broken_tree_error
 
 CHUNK = 500  # rows turned into nodes between two yields: 2-4 ms of CPU (1,000 gave steps up to 16 ms at 1M)
 

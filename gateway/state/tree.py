@@ -373,27 +373,6 @@ class Tree:
         return grant
 
 
-class StateCorrupt(Exception):
-    """The state store's memories are not a tree (a cycle in the parent links): the gateway does not start."""
-
-
-def refuse_broken(tree: Tree) -> None:
-    """StateCorrupt naming the memories when the tree is not one. A cycle would send every walk up the tree
-    round it for good: refusing to serve beats hanging on the first listing."""
-    broken = tree.broken_chain()
-    if broken is not None:
-        raise broken_tree_error(*broken)
-
-
-def broken_tree_error(kind: str, ids: list[str]) -> StateCorrupt:
-    if kind == "cycle":
-        shown = " -> ".join([*ids[:8], *(["..."] if len(ids) > 8 else []), ids[0]])
-        return StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
-                            "of one of them (table memories) to break it before starting")
-    return StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
-                        "shorten its chain of parents (table memories) before starting")
-
-
 def refresh(tree: Tree, nodes: dict[str, MemoryNode], gone: set[str], grants: dict[str, list[Grant]]) -> None:
     """Bring `tree` up to rows another instance changed: `nodes` as they are now, `gone` deleted, and the
     complete grants of each memory in `grants`."""

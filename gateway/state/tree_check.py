@@ -8,7 +8,8 @@ event loop for tens of milliseconds in one step, and tens of megabytes held unti
 when something is unreached does the walk up run, to name the memories of the cycle: a broken tree
 refuses to start, so its check need not be fast.
 
-A memory whose parent is not a memory counts as a root, as everywhere in the tree.
+A memory whose parent is not a memory counts as a root, as everywhere in the tree. A broken tree is refused
+with StateCorrupt, whose message names the memories and the table to mend.
 """
 
 from __future__ import annotations
@@ -94,3 +95,28 @@ def _walking_up(nodes: Nodes, every: int) -> Iterator[Broken | None]:
         if walked and depth_of[walked[0]] > MAX_DEPTH:
             yield "too_deep", [walked[0]]
             return
+
+
+class Checkable(Protocol):
+    def broken_chain(self) -> Broken | None: ...
+
+
+class StateCorrupt(Exception):
+    """The state store's memories are not a tree (a cycle in the parent links): the gateway does not start."""
+
+
+def refuse_broken(tree: Checkable) -> None:
+    """StateCorrupt naming the memories when the tree is not one. A cycle would send every walk up the tree
+    round it for good: refusing to serve beats hanging on the first listing."""
+    broken = tree.broken_chain()
+    if broken is not None:
+        raise broken_tree_error(*broken)
+
+
+def broken_tree_error(kind: str, ids: list[str]) -> StateCorrupt:
+    if kind == "cycle":
+        shown = " -> ".join([*ids[:8], *(["..."] if len(ids) > 8 else []), ids[0]])
+        return StateCorrupt(f"the state store's memories form a cycle of parents ({shown}): set parent_id "
+                            "of one of them (table memories) to break it before starting")
+    return StateCorrupt(f"the state store's memory {ids[0]} sits deeper than the tree allows: "
+                        "shorten its chain of parents (table memories) before starting")

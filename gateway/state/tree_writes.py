@@ -28,7 +28,8 @@ from sqlalchemy import Integer, inspect, literal, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.state import schema as t
-from gateway.state.tree import MemoryNode, Tree, refuse_broken
+from gateway.state.tree import MemoryNode, Tree
+from gateway.state.tree_check import refuse_broken
 from policies.access import MAX_DEPTH
 
 T = TypeVar("T")

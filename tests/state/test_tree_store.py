@@ -15,7 +15,8 @@ from sqlalchemy import select, text
 from gateway.state import schema as t
 from gateway.state import tree_writes
 from gateway.state.store import StateStore
-from gateway.state.tree import MemoryNode, StateCorrupt
+from gateway.state.tree import MemoryNode
+from gateway.state.tree_check import StateCorrupt
 from gateway.state.tree_writes import TreeRefused
 from policies.access import MAX_DEPTH
 from tests._postgres import PG_URL, fresh_schema
