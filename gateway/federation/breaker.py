@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.base import ProviderUnavailable
@@ -47,12 +48,14 @@ class Breaker:
     opened_at: float | None = None
     open_for: float = 0.0
     probing: bool = False
+    # Replaceable so a test can move time on instead of sleeping through a rest (under load a sleep drifts).
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     @property
     def state(self) -> str:
         if self.opened_at is None:
             return "closed"
-        if time.monotonic() - self.opened_at >= self.open_for:
+        if self.clock() - self.opened_at >= self.open_for:
             return "half_open"
         return "open"
 
@@ -60,7 +63,7 @@ class Breaker:
         """Seconds until the breaker lets a probe through (0 when it is not open)."""
         if self.opened_at is None:
             return 0.0
-        return max(0.0, self.opened_at + self.open_for - time.monotonic())
+        return max(0.0, self.opened_at + self.open_for - self.clock())
 
     def admit(self) -> bool:
         state = self.state
@@ -80,7 +83,7 @@ class Breaker:
         self.failures += 1
         self.probing = False
         if retry_after is not None or self.failures >= self.threshold or self.opened_at is not None:
-            self.opened_at = time.monotonic()
+            self.opened_at = self.clock()
             self.open_for = max(retry_after or 0.0, self.reset_after if retry_after is None else 0.0)
 
     def released(self) -> None:

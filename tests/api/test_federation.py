@@ -135,6 +135,8 @@ async def test_the_breaker_opens_rests_and_probes(federated: tuple[Gateway, Vend
     """After repeated failures the provider is not called; its state shows open; after a rest one probe
     goes through and closes it again."""
     gw, vendors = federated
+    now = [1000.0]  # the breaker's clock, moved on by hand: a loaded machine cannot outlast a 0.3 s rest
+    gw.services.providers.handles["cloud"].breaker.clock = lambda: now[0]
     root = await gw.root("R")
     cloud = await gw.child(gw.admin, root["id"], "c", provider="cloud")
     vendors.cloud.fail("500", times=100)
@@ -148,7 +150,7 @@ async def test_the_breaker_opens_rests_and_probes(federated: tuple[Gateway, Vend
     assert "provider:cloud:circuit_open" in resting["degraded"]
     assert len(vendors.cloud.requests) == calls_before
     vendors.cloud._failures.clear()
-    await asyncio.sleep(0.35)
+    now[0] += 0.35
     probed = (await gw.admin.post(f"/v1/memories/{cloud['id']}/recall", json={"query": "x"})).json()
     assert not any("cloud" in d for d in probed["degraded"])
     state = {p["id"]: p["x.memfed"]["breaker"]["state"]
