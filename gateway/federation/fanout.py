@@ -59,10 +59,39 @@ async def recall(
     degraded: list[str] = []
     splits: dict[str, SignalSplit] = {}
     timings: dict[str, float] = {}
-    asking: list[tuple[str, ProviderHandle, Sequence[str], RecallQuery]] = []
     # The question's words, when the union is scored by them: each provider's candidates are cut into
     # words as soon as its answer is in, while the others are still awaited, not all of them at the end.
     words = scoring.terms(query.query or query.text or "") if method == "uniform" else []
+    asking = _asks(providers, memories_by_provider, query, method, degraded, splits)
+    tasks = await _start(asking, deadline, bool(words), timings)
+    metrics.recall_fanout(sum(len(ids) for ids in memories_by_provider.values()), len(tasks))
+    degraded.extend(signal_degradations(splits))
+    emulations_at = len(degraded)  # filled in once the answers are in: an answer may change what is emulated
+    await _until(deadline, tasks.values())
+    gathered = _gather(tasks, degraded)
+    degraded[emulations_at:emulations_at] = emulation_notes(query, {n: providers[n].capabilities() for n in tasks})
+    by_key = gathered.by_key
+    if method == "uniform":
+        merged = scoring.merge(query.query or query.text, gathered.ranked_by, {}, words=gathered.words_of)
+        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, parts.fused, parts)
+                     for key, parts in merged[: query.limit])
+    else:
+        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
+                     for key, score in fuse(list(gathered.ranked_by.values()))[: query.limit])
+    # Nothing returned, or every provider that answered judged its answer no answer: say so.
+    abstentions = gathered.abstentions
+    abstain = not hits or (bool(abstentions) and all(abstentions))
+    return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, gathered.calls, timings)
+
+
+_Ask = tuple[str, ProviderHandle, Sequence[str], RecallQuery]
+
+
+def _asks(providers: Providers, memories_by_provider: Mapping[str, Sequence[str]], query: RecallQuery,
+          method: str, degraded: list[str], splits: dict[str, SignalSplit]) -> list[_Ask]:
+    """Each provider to ask, with its memories and the question narrowed to what it can search by; a
+    provider not connected is noted in `degraded`, each one's split of the signals in `splits`."""
+    asking: list[_Ask] = []
     for name, memory_ids in memories_by_provider.items():
         handle = providers.get(name)
         if handle is None:
@@ -76,9 +105,16 @@ async def recall(
         if method == "uniform":  # more candidates than `limit`, so the union holds what one index would rank first
             narrowed = replace(narrowed, limit=scoring.depth(query.limit))
         asking.append((name, handle, memory_ids, narrowed))
-    # The vendors reached over the network are asked first, the embedded provider (whose search is work
-    # in this process) once their calls are sent: asked with them, its own work held their calls back by
-    # about a millisecond. The answers are read in the plan's order: the order asked changes nothing.
+    return asking
+
+
+async def _start(asking: list[_Ask], deadline: float | None, with_words: bool,
+                 timings: dict[str, float]) -> dict[str, asyncio.Task[_Read]]:
+    """A task per provider asked, in the plan's order.
+
+    The vendors reached over the network are asked first, the embedded provider (whose search is work
+    in this process) once their calls are sent: asked with them, its own work held their calls back by
+    about a millisecond. The answers are read in the plan's order: the order asked changes nothing."""
     started: dict[str, asyncio.Task[_Read]] = {}
     try:
         for embedded in (False, True):
@@ -86,64 +122,66 @@ async def recall(
                 await sent()
             for name, handle, memory_ids, narrowed in asking:
                 if handle.config.embedded == embedded:
-                    started[name] = asyncio.create_task(_read(handle, memory_ids, narrowed, deadline, bool(words)))
+                    started[name] = asyncio.create_task(_read(handle, memory_ids, narrowed, deadline, with_words))
                     started[name].add_done_callback(_stopwatch(timings, name))
     except BaseException:  # the caller went away while the vendors' calls were being sent
         for task in started.values():
             task.cancel()
         raise
-    tasks = {name: started[name] for name, *_ in asking}
-    metrics.recall_fanout(sum(len(ids) for ids in memories_by_provider.values()), len(tasks))
-    degraded.extend(signal_degradations(splits))
-    emulations_at = len(degraded)  # filled in once the answers are in: an answer may change what is emulated
-    rankings: list[list[tuple[str, str]]] = []
-    ranked_by: dict[str, list[tuple[str, str]]] = {}
-    by_key: dict[tuple[str, str], FederatedHit] = {}
-    abstentions: list[bool] = []
-    words_of: dict[tuple[str, str], list[str]] = {}
-    calls = 0
-    await _until(deadline, tasks.values())
+    return {name: started[name] for name, *_ in asking}
+
+
+@dataclass
+class _Gathered:
+    """The providers' answers put together: each hit once (the first provider to rank it keeps it)."""
+
+    by_key: dict[tuple[str, str], FederatedHit] = field(default_factory=dict)
+    ranked_by: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    words_of: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    abstentions: list[bool] = field(default_factory=list)
+    calls: int = 0
+
+
+def _gather(tasks: Mapping[str, asyncio.Task[_Read]], degraded: list[str]) -> _Gathered:
+    """Read each finished task in the plan's order; what failed or did not finish becomes `degraded`."""
+    gathered = _Gathered()
     for name, task in tasks.items():
-        if not task.done():  # an adapter's own work outlived the deadline its calls were given
-            task.cancel()
-            degraded.append(entries.provider_entry(name, "deadline"))
-            continue
-        try:
-            read = task.result()
-        except ProviderError as exc:
-            degraded.append(entries.provider_entry(name, exc.reason))
-            if exc.reason in ("timeout", "deadline"):
-                metrics.deadline_missed(name)
-            calls += 1
-            continue
-        except Exception:  # an adapter bug degrades the answer; it must not fail the whole recall
-            log.exception("provider %s failed during recall", name)
-            degraded.append(entries.provider_entry(name, "unavailable"))
+        read = _finished(name, task, degraded)
+        if isinstance(read, int):
+            gathered.calls += read
             continue
         answer = read.answer
-        calls += read.calls
+        gathered.calls += read.calls
         if read.outside:
             degraded.append(entries.provider_entry(name, "answered_outside_scope"))
-        ranking = [key for key in read.ranking if key not in by_key]
-        by_key.update((key, FederatedHit(read.hits[key], name, 0.0)) for key in ranking)
+        ranking = [key for key in read.ranking if key not in gathered.by_key]
+        gathered.by_key.update((key, FederatedHit(read.hits[key], name, 0.0)) for key in ranking)
         if read.words is not None:
-            words_of.update((key, read.words[key]) for key in ranking)
-        rankings.append(ranking)
-        ranked_by[name] = ranking
-        abstentions.append(answer.abstain)
+            gathered.words_of.update((key, read.words[key]) for key in ranking)
+        gathered.ranked_by[name] = ranking
+        gathered.abstentions.append(answer.abstain)
         degraded.extend(entries.provider_entry(name, d) for d in answer.degraded)
         degraded.extend(entries.provider_entry(name, entries.entry(s, "emulated")) for s in answer.emulated)
-    degraded[emulations_at:emulations_at] = emulation_notes(query, {n: providers[n].capabilities() for n in tasks})
-    if method == "uniform":
-        merged = scoring.merge(query.query or query.text, ranked_by, {}, words=words_of)
-        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, parts.fused, parts)
-                     for key, parts in merged[: query.limit])
-    else:
-        hits = tuple(FederatedHit(by_key[key].hit, by_key[key].provider, round(score, 6))
-                     for key, score in fuse(rankings)[: query.limit])
-    # Nothing returned, or every provider that answered judged its answer no answer: say so.
-    abstain = not hits or (bool(abstentions) and all(abstentions))
-    return FederatedAnswer(hits, tuple(dict.fromkeys(degraded)), abstain, calls, timings)
+    return gathered
+
+
+def _finished(name: str, task: asyncio.Task[_Read], degraded: list[str]) -> _Read | int:
+    """The task's answer, or the calls it made (noting why in `degraded`) when it has none."""
+    if not task.done():  # an adapter's own work outlived the deadline its calls were given
+        task.cancel()
+        degraded.append(entries.provider_entry(name, "deadline"))
+        return 0
+    try:
+        return task.result()
+    except ProviderError as exc:
+        degraded.append(entries.provider_entry(name, exc.reason))
+        if exc.reason in ("timeout", "deadline"):
+            metrics.deadline_missed(name)
+        return 1
+    except Exception:  # an adapter bug degrades the answer; it must not fail the whole recall
+        log.exception("provider %s failed during recall", name)
+        degraded.append(entries.provider_entry(name, "unavailable"))
+        return 0
 
 
 async def sent() -> None:
