@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import Provider
+from adapters.local import LocalProvider
 from tests.adapters.harnesses import HARNESSES, ON_POSTGRES, Stamps
 
 
@@ -23,3 +24,13 @@ async def provider(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
 @pytest.fixture
 def stamps() -> Stamps:
     return Stamps()
+
+
+@pytest.fixture
+async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
+    """The embedded provider on a fresh file, for the tests of what only it does."""
+    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
+    try:
+        yield provider
+    finally:
+        await provider.close()

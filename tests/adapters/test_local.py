@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,15 +29,6 @@ from adapters.base import (
 )
 from adapters.local import CAPABILITIES, LocalProvider
 from tests.adapters.harnesses import AGENT, M1, M2, M3, PERSON, Stamps
-
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 def store_bytes(directory: Path) -> bytes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +21,6 @@ import pytest
 from adapters.base import RecallQuery
 from adapters.local import LocalProvider
 from tests.adapters.harnesses import AGENT, M1, M2, Stamps
-
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 async def assert_clean(provider: LocalProvider, stamps: Stamps) -> None:

@@ -3,9 +3,7 @@ budget that stops a run and a resume after `read.through`, and revert by appendi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,14 +18,6 @@ RUN_BY = Writer(kind="provider", id="local", consolidation_id=RUN)
 REVERT = "hcon_" + "b" * 32
 REVERT_BY = Writer(kind="provider", id="local", consolidation_id=REVERT)
 
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 def fact(stamps: Stamps, text: str, **fields: Any) -> NewRecord:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -28,14 +27,6 @@ VOCABULARY = ("renewal", "renewals", "renewed", "Zürich", "zurich", "café", "p
 TYPES = ("note", "fact")
 QUESTIONS = ("renewal", "renewed zurich", "plum tart fig", "acme discount", "running", "café 2026 oak")
 
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 def text(rng: random.Random, n: int) -> str:

@@ -6,11 +6,8 @@ a word by the order of two records of its own."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-
-import pytest
 
 from adapters.base import RecallQuery
 from adapters.local import LocalProvider
@@ -25,14 +22,6 @@ ASKED = [
     RecallQuery(query="apple pie", include="all", limit=10),
 ]
 
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 async def ranking(provider: LocalProvider, memory_id: str) -> list[list[tuple[str, float]]]:

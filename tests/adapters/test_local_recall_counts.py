@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -35,14 +34,6 @@ class Kept:
     body: list[str]
     live: bool = True
 
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 def expected(kept: Sequence[Kept], memory_id: str, asked: Sequence[str], every: bool) -> list[str]:

@@ -3,9 +3,7 @@ its text projection."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -13,15 +11,6 @@ from adapters.base import NewRecord, Part, ProviderRejected, RecallQuery, Record
 from adapters.local import LocalProvider
 from adapters.operations import TypedProvider, UnknownOperation
 from tests.adapters.harnesses import AGENT, M1, M2, PERSON, Stamps
-
-
-@pytest.fixture
-async def local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
-    provider = await LocalProvider.open(tmp_path / "records.sqlite3")
-    try:
-        yield provider
-    finally:
-        await provider.close()
 
 
 def task(stamps: Stamps, title: str = "Renew the Acme contract", **attributes: object) -> NewRecord:
