@@ -21,7 +21,7 @@ from gateway.state import coherence, startup, tables, tree_writes
 from gateway.state import schema as t
 from gateway.state.consolidations import ConsolidationRuns
 from gateway.state.directory import KEY_PREFIX, Directory, GroupRow, Member, hash_key, member_of_row
-from gateway.state.engine import chunks, open_engine, ping
+from gateway.state.engine import chunks, open_engine, ping, wal_ready
 from gateway.state.entries import EntryPoints
 from gateway.state.harnesses import Harnesses, PrimeLog
 from gateway.state.loading import LoadProgress, load_tree
@@ -69,6 +69,7 @@ class StateStore:
         Its tables, those `schemas` create (the decision log's) and, given `first_admin` (a key, or "" for
         a new one), the first admin of an empty store are made under the startup lock (gateway/state/
         startup.py), so replicas starting together make them once; `first_admin` is what it made."""
+        await wal_ready(url)
         engine = open_engine(url, search_path)
         try:
             async with engine.begin() as conn:
