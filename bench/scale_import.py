@@ -10,7 +10,10 @@ sent to the report, memories per second, the server's CPU time meanwhile (on a m
 work the wall time mostly measures the share of the cores it got), the server's RSS after, and the
 longest answer to `GET /healthz` (the event loop's longest stall, as a client sees it, polled every
 100 ms) and to an authenticated read (served between two chunks while the imported nodes go into the
-in-memory tree: gateway/state/tree_import.py).
+in-memory tree: gateway/state/tree_import.py). Those two are client-side times on a shared two-core
+machine: they also hold the time this process and the server's writer thread kept the cores. The server's
+own measure of its loop (gateway/telemetry/stall.py, `memfed_loop_stall_recent` scraped from `/metrics`
+every second during the import) is printed beside them: the longest time the loop itself was held.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import io
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -86,7 +90,20 @@ async def poll(url: str, path: str, headers: dict[str, str], stop: asyncio.Event
     return longest
 
 
-async def one(size: int, grants: int, config: Path | None, scratch: Path) -> str:
+async def loop_stall(url: str, stop: asyncio.Event) -> float:
+    """The largest `memfed_loop_stall_recent` (ms) the server reported, scraped every second until `stop`."""
+    longest = 0.0
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        while not stop.is_set():
+            found = re.search(r"^memfed_loop_stall_recent\w*(?:\{[^}]*\})? (\S+)$", (await client.get("/metrics")).text,
+                              re.M)
+            if found:
+                longest = max(longest, float(found.group(1)) * 1000)
+            await asyncio.sleep(1.0)
+    return longest
+
+
+async def one(size: int, grants: int, config: Path, scratch: Path) -> str:
     data = scratch / f"data-{size}"
     server = ServeProcess(data, admin_key=ADMIN_KEY, config=config, ready_seconds=180)
     try:
@@ -102,13 +119,14 @@ async def one(size: int, grants: int, config: Path | None, scratch: Path) -> str
         megabytes = path.stat().st_size / 1e6
         stop = asyncio.Event()
         stalls = [asyncio.create_task(poll(server.base_url, "/healthz", {}, stop)),
-                  asyncio.create_task(poll(server.base_url, f"/v1/memories/{root}", admin, stop))]
+                  asyncio.create_task(poll(server.base_url, f"/v1/memories/{root}", admin, stop)),
+                  asyncio.create_task(loop_stall(server.base_url, stop))]
         err, out = io.StringIO(), io.StringIO()
         started, cpu = time.perf_counter(), cpu_seconds(server.process.pid)
         code = await import_tree(str(path), server.base_url, ADMIN_KEY, err, out)
         seconds, cpu = time.perf_counter() - started, cpu_seconds(server.process.pid) - cpu
         stop.set()
-        health, read = await asyncio.gather(*stalls)
+        health, read, held = await asyncio.gather(*stalls)
         if code != 0:
             return f"{size:>9,} memories: import failed: {err.getvalue().strip()[-300:]}"
         report = json.loads(out.getvalue())
@@ -116,7 +134,7 @@ async def one(size: int, grants: int, config: Path | None, scratch: Path) -> str
                 f"{seconds:6.1f} s, {report['memories'] / seconds:,.0f} memories/s (server CPU {cpu:.1f} s, "
                 f"{report['memories'] / cpu:,.0f} memories per CPU second); server RSS after "
                 f"{rss_mb(server.process.pid):,.0f} MB; longest /healthz {health:,.0f} ms, "
-                f"longest authenticated read {read:,.0f} ms")
+                f"longest authenticated read {read:,.0f} ms; the server's loop held at most {held:,.0f} ms")
     finally:
         server.stop()
 
@@ -134,13 +152,13 @@ async def main() -> None:
         print(f"state: {'PostgreSQL' if args.postgres else 'SQLite'}; load average before: "
               f"{Path('/proc/loadavg').read_text().split()[0]} on {os.cpu_count()} cores")
         for size in sizes:
-            config = None
+            config = scratch / f"memfed-{size}.toml"
+            config.write_text('[telemetry]\nmetrics = "prometheus"\n')  # the loop-stall gauge
             schema = f"bench_import_{uuid.uuid4().hex[:8]}"
             if engine is not None:
                 async with engine.begin() as conn:
                     await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-                config = scratch / f"memfed-{size}.toml"
-                config.write_text(f'[state]\nurl = "{PG}"\nschema = "{schema}"\n')
+                config.write_text(f'[state]\nurl = "{PG}"\nschema = "{schema}"\n[telemetry]\nmetrics = "prometheus"\n')
             try:
                 print(await one(size, args.grants, config, scratch), flush=True)
             finally:
