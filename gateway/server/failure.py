@@ -6,6 +6,8 @@ so neither is printed: the URL is shown with its password hidden, the driver's r
 
 from __future__ import annotations
 
+import sqlite3
+
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -19,7 +21,8 @@ _OURS = (ConfigError, AuditLogRefused, StateCorrupt)
 def one_line(exc: BaseException, config: Config) -> str:
     if isinstance(exc, _OURS):
         return _first_line(str(exc))
-    if isinstance(exc, OSError | SQLAlchemyError) or type(exc).__module__.startswith("asyncpg"):
+    # sqlite3's own errors: the state file is switched to WAL before the engine opens it (state/engine.py)
+    if isinstance(exc, OSError | SQLAlchemyError | sqlite3.Error) or type(exc).__module__.startswith("asyncpg"):
         cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
         return (f"cannot use the state store {_shown(config.database_url())}: "
                 f"{type(cause).__name__}: {_first_line(str(cause))}")

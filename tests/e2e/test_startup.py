@@ -57,3 +57,16 @@ def test_a_provider_that_does_not_answer_at_start_is_warned_about_once(tmp_path:
     warned = [line for line in output.splitlines() if "did not answer at start" in line]
     assert len(warned) == 1 and "m0" in warned[0], output
     assert "Traceback" not in output and "m0-SECRET-startup-key" not in output
+
+
+def test_a_state_file_that_is_not_a_database_stops_the_start_in_one_line_naming_the_store(tmp_path: Path) -> None:
+    """A file of garbage where the SQLite state should be: exit 2, one line that names the state store and
+    SQLite's reason (the file is opened by sqlite3 itself, before the engine, to switch it to WAL)."""
+    state = tmp_path / "garbage" / "state.sqlite3"
+    state.parent.mkdir()
+    state.write_bytes(b"not a database, " * 16)
+    done = serve_until_exit(tmp_path, f'[state]\nurl = "sqlite:///{state.as_posix()}"\n')
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("memfed: cannot use the state store ") and "file is not a database" in lines[0], lines[0]
